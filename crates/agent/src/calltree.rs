@@ -1,0 +1,359 @@
+//! A per-thread call tree: the hot-path data structure of tracing mode.
+//!
+//! Each node is one call path (the chain of methods from the thread's root). The hooks move a
+//! `current` cursor down on enter and up on leave, so memory grows with distinct call paths, never
+//! with calls. Each active frame has its own node (a node is on the stack at most once: a recursive
+//! call is a child node), so a node can hold its frame's enter timestamp itself — no separate stack.
+//!
+//! Concurrency: exactly one thread (the owner) writes the structure and the counters; the sampler
+//! writes only the sample fields; snapshot readers only read. Every field is an atomic accessed with
+//! `Relaxed` loads and stores (plain `mov`s on x86-64; no read-modify-write on the hot path), and
+//! node storage never moves: nodes live in chunks of doubling size whose slots are published once
+//! (`OnceLock`), and `len` is published with `Release` after a node is initialised. Readers
+//! therefore see a consistent set of nodes with possibly slightly stale counters — fine for a
+//! profile, and no locks for anyone.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+
+/// Index of the root node: the thread itself, outside any traced method.
+pub const ROOT: u32 = 0;
+/// The root's "method".
+pub const NO_METHOD: u32 = u32::MAX;
+/// Index meaning "none" in child/sibling links.
+const NIL: u32 = u32::MAX;
+
+/// The first chunk holds `FIRST_CHUNK` nodes, each next one twice as many as the one before.
+const FIRST_CHUNK_BITS: u32 = 6;
+const FIRST_CHUNK: usize = 1 << FIRST_CHUNK_BITS;
+/// Chunks 0..MAX_CHUNKS hold 64 · (2^20 − 1) ≈ 67 M nodes per thread; past that, calls are counted as lost.
+const MAX_CHUNKS: usize = 20;
+/// Direct-mapped cache from (parent, method) to child, so wide nodes cost no list walks.
+const CACHE_BITS: u32 = 8;
+
+#[derive(Debug)]
+pub struct Node {
+    pub method: AtomicU32,
+    pub parent: AtomicU32,
+    first_child: AtomicU32,
+    next_sibling: AtomicU32,
+    pub calls: AtomicU64,
+    /// Inclusive ticks of all completed calls through this node.
+    pub total_ticks: AtomicU64,
+    /// Tick at which the open call through this node started (valid while it is on the stack).
+    pub enter_tick: AtomicU64,
+    /// Written by the sampler only.
+    pub self_samples: AtomicU64,
+    pub sampled_ns: AtomicU64,
+}
+
+impl Node {
+    fn new() -> Self {
+        Node {
+            method: AtomicU32::new(NO_METHOD),
+            parent: AtomicU32::new(NIL),
+            first_child: AtomicU32::new(NIL),
+            next_sibling: AtomicU32::new(NIL),
+            calls: AtomicU64::new(0),
+            total_ticks: AtomicU64::new(0),
+            enter_tick: AtomicU64::new(0),
+            self_samples: AtomicU64::new(0),
+            sampled_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Owner-only increment: a load and a store, no locked instruction (only the owner writes).
+#[inline(always)]
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+pub struct CallTree {
+    chunks: [OnceLock<Box<[Node]>>; MAX_CHUNKS],
+    len: AtomicU32,
+    /// The innermost open node; read by the sampler.
+    current: AtomicU32,
+    /// Frames entered while the tree was full: their leaves must not pop real frames.
+    overflow_depth: AtomicU32,
+    /// Calls not recorded because the tree was full.
+    pub lost: AtomicU64,
+    cache_keys: Box<[AtomicU64]>,
+    cache_nodes: Box<[AtomicU32]>,
+}
+
+impl Default for CallTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where node `index` lives: (chunk, offset).
+#[inline(always)]
+fn locate(index: u32) -> (usize, usize) {
+    let i = index as u64 + FIRST_CHUNK as u64;
+    let bits = 63 - i.leading_zeros();
+    let chunk = (bits - FIRST_CHUNK_BITS) as usize;
+    (chunk, (i - (1u64 << bits)) as usize)
+}
+
+#[inline(always)]
+fn cache_slot(parent: u32, method: u32) -> (usize, u64) {
+    let key = (u64::from(parent) << 32) | u64::from(method);
+    let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_BITS)) as usize;
+    (slot, key)
+}
+
+impl CallTree {
+    pub fn new() -> Self {
+        let tree = CallTree {
+            chunks: Default::default(),
+            len: AtomicU32::new(0),
+            current: AtomicU32::new(ROOT),
+            overflow_depth: AtomicU32::new(0),
+            lost: AtomicU64::new(0),
+            cache_keys: (0..1 << CACHE_BITS).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            cache_nodes: (0..1 << CACHE_BITS).map(|_| AtomicU32::new(NIL)).collect(),
+        };
+        let root = tree.push(NIL, NO_METHOD);
+        debug_assert_eq!(root, Some(ROOT));
+        tree
+    }
+
+    /// Number of published nodes, root included.
+    pub fn len(&self) -> u32 {
+        self.len.load(Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() <= 1
+    }
+
+    #[inline(always)]
+    pub fn node(&self, index: u32) -> Option<&Node> {
+        let (chunk, offset) = locate(index);
+        self.chunks.get(chunk)?.get()?.get(offset)
+    }
+
+    pub fn current(&self) -> u32 {
+        self.current.load(Relaxed)
+    }
+
+    /// Appends a node (owner only). Allocates only when a new chunk is needed.
+    fn push(&self, parent: u32, method: u32) -> Option<u32> {
+        let index = self.len.load(Relaxed);
+        let (chunk, offset) = locate(index);
+        let slot = self.chunks.get(chunk)?;
+        let nodes = slot.get_or_init(|| (0..FIRST_CHUNK << chunk).map(|_| Node::new()).collect());
+        let node = &nodes[offset];
+        node.method.store(method, Relaxed);
+        node.parent.store(parent, Relaxed);
+        self.len.store(index + 1, Release);
+        Some(index)
+    }
+
+    /// The child of `parent` for `method`, created if needed.
+    #[inline(always)]
+    fn child(&self, parent: u32, method: u32) -> Option<u32> {
+        let (slot, key) = cache_slot(parent, method);
+        if self.cache_keys[slot].load(Relaxed) == key {
+            return Some(self.cache_nodes[slot].load(Relaxed));
+        }
+        self.child_slow(parent, method, slot, key)
+    }
+
+    #[cold]
+    fn child_slow(&self, parent: u32, method: u32, slot: usize, key: u64) -> Option<u32> {
+        let parent_node = self.node(parent)?;
+        let mut index = parent_node.first_child.load(Relaxed);
+        while index != NIL {
+            let node = self.node(index)?;
+            if node.method.load(Relaxed) == method {
+                break;
+            }
+            index = node.next_sibling.load(Relaxed);
+        }
+        if index == NIL {
+            index = self.push(parent, method)?;
+            let node = self.node(index)?;
+            node.next_sibling.store(parent_node.first_child.load(Relaxed), Relaxed);
+            parent_node.first_child.store(index, Relaxed);
+        }
+        self.cache_keys[slot].store(key, Relaxed);
+        self.cache_nodes[slot].store(index, Relaxed);
+        Some(index)
+    }
+
+    /// A call to `method` starts at `tick` (0 when time is not measured).
+    #[inline(always)]
+    pub fn enter(&self, method: u32, tick: u64) {
+        let depth = self.overflow_depth.load(Relaxed);
+        if depth != 0 {
+            self.overflow(depth + 1);
+            return;
+        }
+        match self.child(self.current.load(Relaxed), method).and_then(|i| Some((i, self.node(i)?))) {
+            Some((index, node)) => {
+                bump(&node.calls, 1);
+                node.enter_tick.store(tick, Relaxed);
+                self.current.store(index, Relaxed);
+            }
+            None => self.overflow(1),
+        }
+    }
+
+    #[cold]
+    fn overflow(&self, depth: u32) {
+        self.overflow_depth.store(depth, Relaxed);
+        bump(&self.lost, 1);
+    }
+
+    /// The call to `method` that is innermost on this thread ends at `tick`.
+    ///
+    /// If `method` is not the current node's method, an event was missed (e.g. a leave the runtime
+    /// did not report); the tree resynchronises by closing frames up to the nearest open call of
+    /// `method`, or ignores the leave when `method` is not open at all.
+    #[inline(always)]
+    pub fn leave(&self, method: u32, tick: u64) {
+        let depth = self.overflow_depth.load(Relaxed);
+        if depth != 0 {
+            self.overflow_depth.store(depth - 1, Relaxed);
+            return;
+        }
+        let current = self.current.load(Relaxed);
+        let Some(node) = self.node(current) else { return };
+        if current == ROOT || node.method.load(Relaxed) != method {
+            self.leave_resync(method, tick);
+            return;
+        }
+        bump(&node.total_ticks, tick.wrapping_sub(node.enter_tick.load(Relaxed)));
+        self.current.store(node.parent.load(Relaxed), Relaxed);
+    }
+
+    #[cold]
+    fn leave_resync(&self, method: u32, tick: u64) {
+        let mut index = self.current.load(Relaxed);
+        while index != ROOT {
+            let Some(node) = self.node(index) else { return };
+            if node.method.load(Relaxed) == method {
+                break;
+            }
+            index = node.parent.load(Relaxed);
+        }
+        if index == ROOT {
+            return;
+        }
+        let mut open = self.current.load(Relaxed);
+        loop {
+            let Some(node) = self.node(open) else { return };
+            bump(&node.total_ticks, tick.wrapping_sub(node.enter_tick.load(Relaxed)));
+            let parent = node.parent.load(Relaxed);
+            if open == index {
+                self.current.store(parent, Relaxed);
+                return;
+            }
+            open = parent;
+        }
+    }
+
+    /// The open frames, innermost first (for snapshots: their running time is not yet in
+    /// `total_ticks`). Racy by design when read from another thread; bounded by the node count.
+    pub fn open_frames(&self) -> Vec<u32> {
+        let mut frames = Vec::new();
+        let mut index = self.current.load(Relaxed);
+        let limit = self.len();
+        while index != ROOT && index < limit && frames.len() < limit as usize {
+            frames.push(index);
+            index = match self.node(index) {
+                Some(node) => node.parent.load(Relaxed),
+                None => break,
+            };
+        }
+        frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(tree: &CallTree) -> Vec<(u32, u32, u64, u64)> {
+        (1..tree.len())
+            .map(|i| {
+                let n = tree.node(i).unwrap();
+                (n.parent.load(Relaxed), n.method.load(Relaxed), n.calls.load(Relaxed), n.total_ticks.load(Relaxed))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn locate_covers_indices_without_gaps() {
+        let mut expected = (0usize, 0usize);
+        for index in 0..10_000u32 {
+            assert_eq!(locate(index), expected, "index {index}");
+            expected.1 += 1;
+            if expected.1 == FIRST_CHUNK << expected.0 {
+                expected = (expected.0 + 1, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn nodes_are_per_path_and_times_inclusive() {
+        let t = CallTree::new();
+        t.enter(1, 0); // main
+        for i in 0..3 {
+            t.enter(2, 10 + i * 10); // a
+            t.enter(3, 11 + i * 10); // a -> b
+            t.leave(3, 15 + i * 10);
+            t.leave(2, 20 + i * 10);
+        }
+        t.enter(3, 50); // main -> b: a different path, a different node
+        t.leave(3, 51);
+        t.leave(1, 100);
+        assert_eq!(t.current(), ROOT);
+        assert_eq!(counts(&t), vec![(ROOT, 1, 1, 100), (1, 2, 3, 30), (2, 3, 3, 12), (1, 3, 1, 1)]);
+    }
+
+    #[test]
+    fn recursion_makes_a_chain() {
+        let t = CallTree::new();
+        for d in 0..5 {
+            t.enter(7, d);
+        }
+        for d in 0..5 {
+            t.leave(7, 100 + d);
+        }
+        assert_eq!(t.len(), 6);
+        assert_eq!(t.current(), ROOT);
+    }
+
+    #[test]
+    fn a_missed_leave_is_resynchronised() {
+        let t = CallTree::new();
+        t.enter(1, 0);
+        t.enter(2, 1);
+        t.enter(3, 2);
+        t.leave(2, 10); // 3's leave was never reported
+        assert_eq!(t.node(t.current()).unwrap().method.load(Relaxed), 1);
+        t.leave(9, 11); // not open at all: ignored
+        t.leave(1, 20);
+        assert_eq!(t.current(), ROOT);
+        t.leave(1, 30); // unmatched at root: ignored
+        assert_eq!(counts(&t), vec![(ROOT, 1, 1, 20), (1, 2, 1, 9), (2, 3, 1, 8)]);
+    }
+
+    #[test]
+    fn wide_nodes_find_their_children() {
+        let t = CallTree::new();
+        t.enter(0, 0);
+        for round in 0..3 {
+            for m in 1..2000 {
+                t.enter(m, round);
+                t.leave(m, round);
+            }
+        }
+        assert_eq!(t.len(), 2001);
+        assert!(counts(&t).iter().skip(1).all(|&(p, _, calls, _)| p == 1 && calls == 3));
+    }
+}

@@ -1,0 +1,110 @@
+//! The agent's end of the IPC channel: handshake at start-up, then a thread that answers the
+//! controller's snapshot requests. The final snapshot is sent from the runtime's shutdown callback.
+//!
+//! The agent must never block the program on the controller: the handshake and every write have
+//! timeouts, and if the controller goes away the agent just stops sending.
+
+use crate::snapshot::{self, MethodTable, SnapshotContext};
+use sonde_protocol::{AgentMessage, ControllerMessage, Hello, read_frame, write_frame};
+use std::io::BufReader;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Link {
+    state: Mutex<LinkState>,
+}
+
+struct LinkState {
+    stream: Option<UnixStream>,
+    methods_sent: usize,
+    seq: u64,
+}
+
+/// What snapshots carry besides the trees (fixed at start-up).
+#[derive(Clone, Copy)]
+pub struct SnapshotFacts {
+    pub sample_interval_ns: u64,
+    pub hook_cost_ticks: Option<(f64, f64)>,
+}
+
+impl Link {
+    pub fn connect(socket: &Path, hello: Hello) -> Result<Link, String> {
+        let mut stream =
+            UnixStream::connect(socket).map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
+        stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(|e| e.to_string())?;
+        stream.set_write_timeout(Some(WRITE_TIMEOUT)).map_err(|e| e.to_string())?;
+        write_frame(&mut stream, &AgentMessage::Hello(hello)).map_err(|e| format!("handshake: {e}"))?;
+        match read_frame::<ControllerMessage>(&mut stream) {
+            Ok(ControllerMessage::Welcome { .. }) => {}
+            Ok(ControllerMessage::Reject { reason }) => return Err(format!("controller refused: {reason}")),
+            Ok(other) => return Err(format!("unexpected handshake answer: {other:?}")),
+            Err(e) => return Err(format!("handshake: {e}")),
+        }
+        stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+        Ok(Link { state: Mutex::new(LinkState { stream: Some(stream), methods_sent: 0, seq: 0 }) })
+    }
+
+    /// Serves snapshot requests until the controller hangs up.
+    pub fn serve(&'static self, methods: &'static MethodTable, facts: SnapshotFacts) -> std::io::Result<()> {
+        let reader = match self.lock().stream.as_ref() {
+            Some(stream) => stream.try_clone()?,
+            None => return Ok(()),
+        };
+        std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
+            let mut reader = BufReader::new(reader);
+            while let Ok(ControllerMessage::RequestSnapshot) = read_frame::<ControllerMessage>(&mut reader) {
+                if !self.send_snapshot(methods, facts, false) {
+                    break;
+                }
+            }
+        })?;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a snapshot; false once the link is gone.
+    pub fn send_snapshot(&self, methods: &MethodTable, facts: SnapshotFacts, last: bool) -> bool {
+        let mut state = self.lock();
+        if state.stream.is_none() {
+            return false;
+        }
+        let (new_methods, methods_total) = methods.since(state.methods_sent);
+        state.seq += 1;
+        let message = AgentMessage::Snapshot(snapshot::take(SnapshotContext {
+            seq: state.seq,
+            last,
+            sample_interval_ns: facts.sample_interval_ns,
+            hook_cost_ticks: facts.hook_cost_ticks,
+            new_methods,
+        }));
+        let Some(stream) = state.stream.as_mut() else { return false };
+        match write_frame(stream, &message) {
+            Ok(()) => {
+                state.methods_sent = methods_total;
+                if last {
+                    state.stream = None;
+                }
+                true
+            }
+            Err(e) => {
+                crate::log::log!("lost the controller: {e}");
+                state.stream = None;
+                false
+            }
+        }
+    }
+
+    pub fn send_error(&self, message: String) {
+        if let Some(stream) = self.lock().stream.as_mut() {
+            let _ = write_frame(stream, &AgentMessage::Error(message));
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Sonde's `ProfilerCallback`: start-up, the function filter, threads, exception unwinding and
+//! shutdown. Everything here runs off the hot path (at JIT time or on rare runtime events).
+
+use crate::clock;
+use crate::hooks;
+use crate::link::{Link, SnapshotFacts};
+use crate::log::log;
+use crate::sampler;
+use crate::snapshot::MethodTable;
+use crate::threads;
+use sonde_clr::sys::*;
+use sonde_clr::{HResult, ProfilerCallback, ProfilerInfo};
+use sonde_profile::{Mode, Runtime, Timing};
+use sonde_protocol::{AgentConfig, Hello, MethodRecord, PROTOCOL_VERSION};
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::Duration;
+
+pub struct Profiler;
+
+/// State that exists once `initialize` succeeded.
+struct Active {
+    info: ProfilerInfo,
+    config: AgentConfig,
+    link: Link,
+    facts: SnapshotFacts,
+    shut_down: AtomicBool,
+}
+
+static ACTIVE: OnceLock<Active> = OnceLock::new();
+static METHODS: OnceLock<MethodTable> = OnceLock::new();
+
+fn methods() -> &'static MethodTable {
+    METHODS.get_or_init(MethodTable::default)
+}
+
+thread_local! {
+    /// The function whose frame the runtime is unwinding on this thread (set by
+    /// ExceptionUnwindFunctionEnter, consumed by ExceptionUnwindFunctionLeave).
+    static UNWINDING: Cell<FunctionID> = const { Cell::new(0) };
+}
+
+impl ProfilerCallback for Profiler {
+    fn initialize(&self, info: ProfilerInfo) -> Result<(), HResult> {
+        clock::start();
+        let config = AgentConfig::from_env(|k| std::env::var(k).ok()).map_err(|e| {
+            // No log file configured yet is fine: the controller reports that no agent connected.
+            log!("bad configuration: {e}");
+            HResult(E_FAIL)
+        })?;
+        if let Some(path) = &config.log {
+            crate::log::open(path);
+        }
+        log!("loaded; ICorProfilerInfo{}; config {config:?}", info.version);
+        let Some(socket) = config.socket.clone() else {
+            log!("{} is not set: nothing to report to; staying inactive", sonde_protocol::config::ENV_SOCKET);
+            return Err(HResult(E_FAIL));
+        };
+        if config.mode != Mode::Tracing {
+            log!("mode {:?} is not supported by this agent", config.mode);
+            return Err(HResult(E_FAIL));
+        }
+        let hello = Hello {
+            protocol: PROTOCOL_VERSION,
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+            runtime: Runtime { kind: "coreclr".into(), version: runtime_version(&info) },
+            mode: config.mode,
+            timing: config.timing,
+            command_line: command_line(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        };
+        let link = Link::connect(&socket, hello).map_err(|e| {
+            log!("{e}");
+            HResult(E_FAIL)
+        })?;
+
+        let timed = config.timing == Timing::Exact;
+        let hook_set = hooks::hooks(timed);
+        let mut mask = COR_PRF_MONITOR_ENTERLEAVE
+            | COR_PRF_DISABLE_INLINING
+            | COR_PRF_MONITOR_EXCEPTIONS
+            | COR_PRF_MONITOR_THREADS;
+        if hook_set.with_info {
+            mask |= COR_PRF_ENABLE_FRAME_INFO;
+        }
+        if config.filter.may_trace_framework() {
+            // Precompiled (ReadyToRun) framework code has no hooks; have it JIT-ed instead.
+            mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
+        }
+        let fail = |what: &str, e: HResult| {
+            log!("{what} failed: {e}");
+            link.send_error(format!("{what} failed: {e}"));
+            e
+        };
+        info.set_event_mask(mask, 0).map_err(|e| fail("SetEventMask", e))?;
+        let hook_cost_ticks = timed.then(|| {
+            let cost = hooks::measure_cost();
+            log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
+            (cost.inner_ticks, cost.outer_ticks)
+        });
+        // SAFETY: `hooks::hooks` returns entry points built for this architecture's convention
+        // (naked trampolines for the fast hooks on x86-64, C functions for the WithInfo hooks).
+        unsafe { info.set_enter_leave_hooks(hook_set.enter, hook_set.leave, hook_set.tailcall, hook_set.with_info) }
+            .map_err(|e| fail("SetEnterLeaveFunctionHooks3", e))?;
+        info.set_function_mapper(map_function).map_err(|e| fail("SetFunctionIDMapper2", e))?;
+
+        let interval = Duration::from_micros(config.interval_us);
+        let facts =
+            SnapshotFacts { sample_interval_ns: if timed { 0 } else { interval.as_nanos() as u64 }, hook_cost_ticks };
+        if !timed {
+            sampler::start(interval).map_err(|e| {
+                log!("cannot start the sampler: {e}");
+                HResult(E_FAIL)
+            })?;
+        }
+        let active = ACTIVE.get_or_init(|| Active { info, config, link, facts, shut_down: AtomicBool::new(false) });
+        if let Err(e) = active.link.serve(methods(), facts) {
+            log!("cannot start the IPC thread: {e}");
+        }
+        log!("profiling");
+        Ok(())
+    }
+
+    fn shutdown(&self) {
+        let Some(active) = ACTIVE.get() else { return };
+        if active.shut_down.swap(true, Relaxed) {
+            return;
+        }
+        sampler::stop();
+        let sent = active.link.send_snapshot(methods(), active.facts, true);
+        log!("shutdown; final snapshot {}", if sent { "sent" } else { "not sent" });
+    }
+
+    fn thread_destroyed(&self, thread: ThreadID) {
+        let Some(active) = ACTIVE.get() else { return };
+        if let Ok(os_tid) = active.info.os_thread_id(thread) {
+            let state = threads::registry().by_tid.get(&os_tid).copied();
+            if let Some(state) = state {
+                state.end();
+            }
+        }
+    }
+
+    fn thread_name_changed(&self, thread: ThreadID, name: String) {
+        let Some(active) = ACTIVE.get() else { return };
+        if let Ok(os_tid) = active.info.os_thread_id(thread) {
+            threads::registry().names.insert(os_tid, name);
+        }
+    }
+
+    fn exception_unwind_function_enter(&self, function: FunctionID) {
+        UNWINDING.with(|u| u.set(function));
+    }
+
+    fn exception_unwind_function_leave(&self) {
+        // The runtime does not call the leave hook for frames an exception unwinds: close the
+        // frame here so the tree stays in step with the real stack.
+        let function = UNWINDING.with(|u| u.replace(0));
+        let Some(active) = ACTIVE.get() else { return };
+        if let Some(id) = methods().id_of(function) {
+            let tick = if active.config.timing == Timing::Exact { clock::ticks() } else { 0 };
+            threads::current().tree.leave(id, tick);
+        }
+    }
+
+    fn disable(&self) {
+        log!("a callback panicked; profiling stops here");
+        if let Some(active) = ACTIVE.get() {
+            active.link.send_error("the agent hit an internal error and stopped profiling".into());
+        }
+    }
+}
+
+/// The function-ID mapper: names the function (at JIT time), applies the filter, and gives traced
+/// functions a dense id that the hooks receive instead of the FunctionID.
+fn map_function(function: FunctionID) -> Option<usize> {
+    let active = ACTIVE.get()?;
+    if let Some(id) = methods().id_of(function) {
+        return Some(id as usize);
+    }
+    let names = match active.info.method_names(function) {
+        Ok(names) => names,
+        Err(e) => {
+            log!("cannot name function {function:#x}: {e}; not traced");
+            return None;
+        }
+    };
+    if !active.config.filter.traces(&names.name, &names.assembly) {
+        return None;
+    }
+    let id = methods().insert(function, |id| MethodRecord {
+        id,
+        name: names.name,
+        signature: names.signature,
+        assembly: names.assembly,
+        module: names.module,
+    });
+    Some(id as usize)
+}
+
+/// The runtime's version as its directory spells it (`.../Microsoft.NETCore.App/8.0.4/libcoreclr.so`),
+/// else as `GetRuntimeInformation` reports it.
+fn runtime_version(info: &ProfilerInfo) -> String {
+    let from_maps = std::fs::read_to_string("/proc/self/maps").ok().and_then(|maps| {
+        let line = maps.lines().find(|l| l.ends_with("/libcoreclr.so"))?;
+        let path = std::path::Path::new(line.split_whitespace().last()?);
+        let dir = path.parent()?.file_name()?.to_str()?;
+        dir.chars().next()?.is_ascii_digit().then(|| dir.to_string())
+    });
+    from_maps.unwrap_or_else(|| match info.runtime_information() {
+        Ok(r) => format!("{}.{}.{}", r.major, r.minor, r.build),
+        Err(_) => "unknown".into(),
+    })
+}
+
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,139 @@
+//! Building snapshots of every thread's call tree, and the method table they refer to.
+//!
+//! Runs on the IPC thread or the runtime's shutdown thread, never on a profiled thread's hot
+//! path. Reading the trees takes no lock that the hooks take: see `calltree` for why that is safe.
+
+use crate::calltree::{NO_METHOD, ROOT};
+use crate::clock;
+use crate::threads::{self, ThreadState};
+use sonde_protocol::{HookCost, MethodRecord, NodeRecord, Snapshot, ThreadSnapshot};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Methods the agent has given ids to (the id is the client id the hooks receive).
+#[derive(Default)]
+pub struct MethodTable {
+    inner: Mutex<MethodTableInner>,
+}
+
+#[derive(Default)]
+struct MethodTableInner {
+    by_function: HashMap<usize, u32>,
+    records: Vec<MethodRecord>,
+}
+
+impl MethodTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MethodTableInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The id of a runtime function, if it has one.
+    pub fn id_of(&self, function: usize) -> Option<u32> {
+        self.lock().by_function.get(&function).copied()
+    }
+
+    /// Gives `function` an id, or returns the one it already has (the runtime may ask twice for
+    /// the same function, e.g. when tiered compilation re-JITs it).
+    pub fn insert(&self, function: usize, describe: impl FnOnce(u32) -> MethodRecord) -> u32 {
+        let mut inner = self.lock();
+        if let Some(&id) = inner.by_function.get(&function) {
+            return id;
+        }
+        let id = inner.records.len() as u32;
+        let record = describe(id);
+        inner.records.push(record);
+        inner.by_function.insert(function, id);
+        id
+    }
+
+    /// Records from `from` on (for incremental metadata), and the new count.
+    pub fn since(&self, from: usize) -> (Vec<MethodRecord>, usize) {
+        let inner = self.lock();
+        (inner.records.get(from..).unwrap_or_default().to_vec(), inner.records.len())
+    }
+}
+
+/// What a snapshot needs to know besides the trees.
+pub struct SnapshotContext {
+    pub seq: u64,
+    pub last: bool,
+    pub sample_interval_ns: u64,
+    /// The exact-timing hook cost in ticks, if it was measured.
+    pub hook_cost_ticks: Option<(f64, f64)>,
+    pub new_methods: Vec<MethodRecord>,
+}
+
+pub fn take(ctx: SnapshotContext) -> Snapshot {
+    let ns_per_tick = clock::ns_per_tick();
+    let now = clock::ticks();
+    let registry = threads::registry();
+    let threads: Vec<&'static ThreadState> = registry.threads.clone();
+    let names = registry.names.clone();
+    drop(registry);
+    let mut lost = 0;
+    let threads = threads
+        .into_iter()
+        .map(|t| {
+            lost += t.tree.lost.load(Relaxed);
+            thread_snapshot(t, names.get(&t.os_tid).cloned(), now, ns_per_tick)
+        })
+        .collect();
+    Snapshot {
+        seq: ctx.seq,
+        last: ctx.last,
+        wall_ns: clock::elapsed_ns(),
+        sample_interval_ns: ctx.sample_interval_ns,
+        hook_cost: ctx
+            .hook_cost_ticks
+            .map(|(inner, outer)| HookCost { inner_ns: inner * ns_per_tick, outer_ns: outer * ns_per_tick }),
+        new_methods: ctx.new_methods,
+        threads,
+        lost,
+    }
+}
+
+fn thread_snapshot(t: &ThreadState, name: Option<String>, now: u64, ns_per_tick: f64) -> ThreadSnapshot {
+    let tree = &t.tree;
+    let len = tree.len();
+    let ended = t.ended.load(Relaxed);
+    // Calls still open (e.g. Main while the program runs) have not added their time yet: count it
+    // up to now in the snapshot without touching the tree.
+    let open: HashMap<u32, u64> = if ended {
+        HashMap::new()
+    } else {
+        tree.open_frames()
+            .into_iter()
+            .filter_map(|i| Some((i, now.saturating_sub(tree.node(i)?.enter_tick.load(Relaxed)))))
+            .collect()
+    };
+    let mut nodes = Vec::with_capacity(len.saturating_sub(1) as usize);
+    for index in 1..len {
+        let Some(node) = tree.node(index) else { break };
+        let parent = node.parent.load(Relaxed);
+        let method = node.method.load(Relaxed);
+        if method == NO_METHOD {
+            break;
+        }
+        let ticks = node.total_ticks.load(Relaxed) + open.get(&index).copied().unwrap_or(0);
+        nodes.push(NodeRecord {
+            // Node `index` becomes record `index - 1`: the root is the thread itself.
+            parent: (parent != ROOT).then(|| parent - 1),
+            method,
+            calls: node.calls.load(Relaxed),
+            raw_total_ns: clock::ticks_to_ns(ticks, ns_per_tick),
+            self_samples: node.self_samples.load(Relaxed),
+            sampled_self_ns: node.sampled_ns.load(Relaxed),
+        });
+    }
+    let end = if ended { t.end_tick.load(Relaxed) } else { now };
+    let cpu = t.cpu();
+    ThreadSnapshot {
+        os_tid: t.os_tid,
+        name,
+        wall_ns: clock::ticks_to_ns(end.saturating_sub(t.first_tick), ns_per_tick),
+        cpu_user_ns: cpu.user_ns,
+        cpu_kernel_ns: cpu.kernel_ns,
+        nodes,
+    }
+}

@@ -1,0 +1,175 @@
+//! Turns what an agent sent (its latest cumulative snapshot and the method table) into a
+//! [`Profile`]: flattens the per-thread trees, corrects exact times for the hooks' own cost and
+//! derives self/total times.
+//!
+//! Hook-cost compensation (exact timing). The agent measures, at start-up and through the real
+//! hook entry points, `inner` (hook time inside a call's own enter→leave interval) and `outer`
+//! (hook time a caller sees around each call it makes). A node with `c` calls and `d` calls below
+//! it therefore measured `true_total + c·inner + d·outer`; we subtract exactly that, and self time
+//! is the corrected total minus the children's corrected totals.
+
+use crate::collector::Session;
+use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_protocol::{HookCost, NodeRecord};
+
+pub struct RunFacts {
+    pub command: Vec<String>,
+    pub exit_code: Option<i32>,
+}
+
+/// `None` when the agent never sent anything usable (no handshake or no snapshot).
+pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
+    let hello = session.hello.as_ref()?;
+    let snapshot = session.latest.as_ref()?;
+    let max_id = session.methods.keys().next_back().map_or(0, |&id| id as usize + 1);
+    let mut methods: Vec<Method> = (0..max_id)
+        .map(|id| Method {
+            name: format!("<unknown method {id}>"),
+            signature: String::new(),
+            assembly: String::new(),
+            module: String::new(),
+        })
+        .collect();
+    for (&id, m) in &session.methods {
+        methods[id as usize] = Method {
+            name: m.name.clone(),
+            signature: m.signature.clone(),
+            assembly: m.assembly.clone(),
+            module: m.module.clone(),
+        };
+    }
+    let timing = hello.timing;
+    let cost = match (hello.mode, timing) {
+        (Mode::Tracing, Timing::Exact) => snapshot.hook_cost,
+        _ => None,
+    };
+    let mut threads = Vec::new();
+    let mut nodes = Vec::new();
+    for t in snapshot.threads.iter().filter(|t| !t.nodes.is_empty()) {
+        let thread = threads.len() as u32;
+        threads.push(Thread {
+            os_tid: t.os_tid,
+            name: t.name.clone(),
+            wall_ns: t.wall_ns,
+            cpu_user_ns: t.cpu_user_ns,
+            cpu_kernel_ns: t.cpu_kernel_ns,
+        });
+        let base = nodes.len() as u32;
+        for (record, (self_ns, total_ns, total_samples)) in t.nodes.iter().zip(times(&t.nodes, timing, cost)) {
+            // A method id the table lacks (a snapshot cut short) still gets a placeholder row.
+            while record.method as usize >= methods.len() {
+                let id = methods.len();
+                methods.push(Method {
+                    name: format!("<unknown method {id}>"),
+                    signature: String::new(),
+                    assembly: String::new(),
+                    module: String::new(),
+                });
+            }
+            nodes.push(Node {
+                thread,
+                parent: record.parent.map(|p| base + p),
+                method: record.method,
+                calls: record.calls,
+                self_ns,
+                total_ns,
+                self_samples: record.self_samples,
+                total_samples,
+            });
+        }
+    }
+    let run = RunInfo {
+        mode: hello.mode,
+        timing: (hello.mode == Mode::Tracing).then_some(timing),
+        runtime: Runtime { kind: hello.runtime.kind.clone(), version: hello.runtime.version.clone() },
+        command: facts.command,
+        pid: hello.pid,
+        exit_code: facts.exit_code,
+        wall_ns: snapshot.wall_ns,
+        started_unix_ms: hello.started_unix_ms,
+        sample_interval_ns: snapshot.sample_interval_ns,
+        compensation: cost.map(|c| Compensation { inner_ns_per_call: c.inner_ns, outer_ns_per_call: c.outer_ns }),
+        incomplete: !session.complete,
+        lost: snapshot.lost,
+        agent_version: hello.agent_version.clone(),
+    };
+    let profile = Profile { run, methods, threads, nodes };
+    profile.validate().ok()?;
+    Some(profile)
+}
+
+/// (self_ns, total_ns, total_samples) per node. Nodes list parents before children, so one
+/// backward pass accumulates everything bottom-up.
+fn times(nodes: &[NodeRecord], timing: Timing, cost: Option<HookCost>) -> Vec<(u64, u64, u64)> {
+    let n = nodes.len();
+    let mut below_calls = vec![0u64; n]; // calls strictly below each node
+    let mut children_total = vec![0f64; n];
+    let mut subtree_samples: Vec<u64> = nodes.iter().map(|r| r.self_samples).collect();
+    let mut subtree_sampled_ns: Vec<u64> = nodes.iter().map(|r| r.sampled_self_ns).collect();
+    let mut total = vec![0f64; n];
+    let cost = cost.unwrap_or_default();
+    for i in (0..n).rev() {
+        let r = &nodes[i];
+        total[i] = match timing {
+            Timing::Exact => {
+                let corrected =
+                    r.raw_total_ns as f64 - r.calls as f64 * cost.inner_ns - below_calls[i] as f64 * cost.outer_ns;
+                // Never below what the children (already corrected) account for, never negative.
+                corrected.max(children_total[i]).max(0.0)
+            }
+            Timing::Sampled => subtree_sampled_ns[i] as f64,
+        };
+        if let Some(p) = r.parent.map(|p| p as usize).filter(|&p| p < i) {
+            below_calls[p] += r.calls + below_calls[i];
+            children_total[p] += total[i];
+            subtree_samples[p] += subtree_samples[i];
+            subtree_sampled_ns[p] += subtree_sampled_ns[i];
+        }
+    }
+    (0..n)
+        .map(|i| {
+            let self_ns = match timing {
+                Timing::Exact => (total[i] - children_total[i]).max(0.0),
+                Timing::Sampled => nodes[i].sampled_self_ns as f64,
+            };
+            (self_ns.round() as u64, total[i].round() as u64, subtree_samples[i])
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(parent: Option<u32>, calls: u64, raw_total_ns: u64) -> NodeRecord {
+        NodeRecord { parent, method: 0, calls, raw_total_ns, self_samples: 0, sampled_self_ns: 0 }
+    }
+
+    #[test]
+    fn compensation_subtracts_hook_cost_per_call() {
+        // main (1 call) -> leaf (100 calls). The leaf's body is empty: each call measured only
+        // `inner` = 2 ns; main's body took 1000 ns plus `outer` = 10 ns per leaf call.
+        let nodes = [node(None, 1, 1000 + 2 + 100 * 10), node(Some(0), 100, 100 * 2)];
+        let t = times(&nodes, Timing::Exact, Some(HookCost { inner_ns: 2.0, outer_ns: 10.0 }));
+        assert_eq!(t[1], (0, 0, 0));
+        assert_eq!(t[0], (1000, 1000, 0));
+    }
+
+    #[test]
+    fn sampled_timing_sums_subtrees() {
+        let mut nodes = [node(None, 1, 0), node(Some(0), 5, 0), node(Some(1), 1, 0)];
+        nodes[0].sampled_self_ns = 10;
+        nodes[0].self_samples = 1;
+        nodes[2].sampled_self_ns = 30;
+        nodes[2].self_samples = 3;
+        let t = times(&nodes, Timing::Sampled, None);
+        assert_eq!(t, vec![(10, 40, 4), (0, 30, 3), (30, 30, 3)]);
+    }
+
+    #[test]
+    fn overcompensation_never_goes_negative() {
+        let nodes = [node(None, 10, 5), node(Some(0), 10, 5)];
+        let t = times(&nodes, Timing::Exact, Some(HookCost { inner_ns: 50.0, outer_ns: 50.0 }));
+        assert_eq!(t, vec![(0, 0, 0), (0, 0, 0)]);
+    }
+}

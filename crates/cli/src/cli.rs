@@ -1,0 +1,109 @@
+//! The command line. Clap types stay here; they become plain option structs at the edge.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "sonde", version, about = "A performance profiler for .NET programs", propagate_version = true)]
+pub struct Cli {
+    /// More detail on stderr (-v: progress, -vv: agent log path and IPC events).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Print nothing but errors on stderr (the target's own output still passes through).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a .NET program under the profiler and write its profile.
+    Record(RecordArgs),
+    /// Render a recorded profile.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Enter/leave hooks on every traced method: exact call counts.
+    Tracing,
+    /// Periodic stack samples (not available yet).
+    Sampling,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimingArg {
+    /// Timestamps on every enter and leave, hook cost compensated.
+    Exact,
+    /// No clock on the hot path: a sampler thread attributes time to each thread's current call.
+    Sampled,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[arg(long, value_enum, default_value_t = ModeArg::Tracing)]
+    pub mode: ModeArg,
+    #[arg(long, value_enum, default_value_t = TimingArg::Exact)]
+    pub timing: TimingArg,
+    /// Trace only methods whose `Namespace.Type.Method` or assembly name matches this glob
+    /// (repeatable). An include overrides the default that skips the framework.
+    #[arg(long = "include", value_name = "PATTERN")]
+    pub include: Vec<String>,
+    /// Never trace methods matching this glob (repeatable; wins over --include and --all).
+    #[arg(long = "exclude", value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Trace the framework too (System.*, Microsoft.*, runtime assemblies). Slow.
+    #[arg(long)]
+    pub all: bool,
+    /// Sampler period for --timing sampled, in microseconds.
+    #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
+    pub interval_us: u64,
+    /// Profile file to write. With several .NET processes, each gets `STEM.PID.EXT`.
+    #[arg(short, long, value_name = "FILE", default_value = "profile.sonde")]
+    pub output: PathBuf,
+    /// Let the agent log to this file (it never writes to the program's stdout/stderr).
+    #[arg(long, value_name = "FILE")]
+    pub agent_log: Option<PathBuf>,
+    /// The program to run, and its arguments.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A profile written by `sonde record`.
+    pub file: PathBuf,
+    #[arg(short, long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Write the report here instead of stdout.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn record_takes_the_command_after_the_separator() {
+        let cli =
+            Cli::try_parse_from(["sonde", "record", "--include", "Acme.*", "--", "dotnet", "app.dll", "-x"]).unwrap();
+        let Command::Record(args) = cli.command else { panic!("not record") };
+        assert_eq!(args.command, ["dotnet", "app.dll", "-x"]);
+        assert_eq!(args.include, ["Acme.*"]);
+        assert!(Cli::try_parse_from(["sonde", "record"]).is_err());
+    }
+}

@@ -1,0 +1,178 @@
+//! The controller's side of the IPC channel: accepts agents on a Unix socket in a private
+//! directory, checks their handshake, asks them for snapshots and keeps each one's latest.
+//!
+//! One thread accepts, one thread per agent reads; the main thread only asks for snapshots and
+//! finally collects the sessions. An agent that misbehaves is dropped with a note; it never
+//! stops the recording of the others.
+
+use sonde_protocol::{
+    AgentMessage, ControllerMessage, FrameError, Hello, MethodRecord, PROTOCOL_VERSION, Snapshot, read_frame,
+    write_frame,
+};
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Everything one agent (one process) sent.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub hello: Option<Hello>,
+    /// Methods by agent id, accumulated over snapshots.
+    pub methods: BTreeMap<u32, MethodRecord>,
+    pub latest: Option<Snapshot>,
+    /// The agent sent its final snapshot.
+    pub complete: bool,
+    /// The connection is gone.
+    pub closed: bool,
+    pub errors: Vec<String>,
+}
+
+struct Shared {
+    sessions: Vec<Arc<Mutex<Session>>>,
+    writers: Vec<UnixStream>,
+}
+
+pub struct Collector {
+    shared: Arc<Mutex<Shared>>,
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    accept: Option<JoinHandle<()>>,
+    verbose: bool,
+}
+
+impl Collector {
+    /// Listens on a fresh socket inside a private (0700) directory.
+    pub fn start(verbose: bool) -> std::io::Result<Collector> {
+        let dir = tempfile::Builder::new().prefix("sonde-").tempdir()?;
+        let socket = dir.path().join("agent.sock");
+        let listener = UnixListener::bind(&socket)?;
+        let shared = Arc::new(Mutex::new(Shared { sessions: Vec::new(), writers: Vec::new() }));
+        let accept = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("sonde-accept".into())
+                .spawn(move || accept_loop(listener, shared, verbose))?
+        };
+        Ok(Collector { shared, _dir: dir, socket, accept: Some(accept), verbose })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn connected(&self) -> usize {
+        self.lock().sessions.len()
+    }
+
+    /// Asks every connected agent for a fresh snapshot (they answer asynchronously).
+    pub fn request_snapshots(&self) {
+        let mut shared = self.lock();
+        shared.writers.retain_mut(|w| write_frame(w, &ControllerMessage::RequestSnapshot).is_ok());
+    }
+
+    /// Waits until every agent has closed its connection, or `patience` has passed since the last
+    /// sign of life; then asks the stragglers for one last snapshot and returns all sessions.
+    pub fn finish(mut self, patience: Duration) -> Vec<Session> {
+        let deadline = Instant::now() + patience;
+        while Instant::now() < deadline && !self.all_closed() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if !self.all_closed() {
+            if self.verbose {
+                eprintln!("sonde: some agents are still running; taking their latest data");
+            }
+            self.request_snapshots();
+            let grace = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < grace && !self.all_closed() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let sessions = std::mem::take(&mut self.lock().sessions);
+        // Dropping the writers closes our end; the accept thread ends when the socket goes.
+        self.lock().writers.clear();
+        let _ = std::fs::remove_file(&self.socket);
+        drop(self.accept.take());
+        sessions
+            .into_iter()
+            .map(|s| match Arc::try_unwrap(s) {
+                Ok(m) => m.into_inner().unwrap_or_else(|e| e.into_inner()),
+                Err(shared) => std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner())),
+            })
+            .collect()
+    }
+
+    fn all_closed(&self) -> bool {
+        self.lock().sessions.iter().all(|s| {
+            let s = s.lock().unwrap_or_else(|e| e.into_inner());
+            s.closed || s.complete
+        })
+    }
+}
+
+fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool) {
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let session = Arc::new(Mutex::new(Session::default()));
+        let Ok(writer) = stream.try_clone() else { continue };
+        {
+            let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
+            shared.sessions.push(session.clone());
+            shared.writers.push(writer);
+        }
+        let _ = std::thread::Builder::new().name("sonde-agent-conn".into()).spawn(move || {
+            let result = serve(stream, &session, verbose);
+            let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = result {
+                s.errors.push(e);
+            }
+            s.closed = true;
+        });
+    }
+}
+
+fn serve(stream: UnixStream, session: &Mutex<Session>, verbose: bool) -> Result<(), String> {
+    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(stream);
+    let lock = || session.lock().unwrap_or_else(|e| e.into_inner());
+    let hello = match read_frame::<AgentMessage>(&mut reader) {
+        Ok(AgentMessage::Hello(hello)) => hello,
+        Ok(other) => return Err(format!("agent spoke before its handshake: {other:?}")),
+        Err(e) => return Err(format!("agent handshake failed: {e}")),
+    };
+    if hello.protocol != PROTOCOL_VERSION {
+        let reason = format!("agent speaks protocol {}, this sonde speaks {PROTOCOL_VERSION}", hello.protocol);
+        let _ = write_frame(&mut writer, &ControllerMessage::Reject { reason: reason.clone() });
+        return Err(reason);
+    }
+    write_frame(&mut writer, &ControllerMessage::Welcome { protocol: PROTOCOL_VERSION }).map_err(|e| e.to_string())?;
+    if verbose {
+        eprintln!("sonde: agent connected: pid {} ({} {})", hello.pid, hello.runtime.kind, hello.runtime.version);
+    }
+    lock().hello = Some(hello);
+    loop {
+        match read_frame::<AgentMessage>(&mut reader) {
+            Ok(AgentMessage::Snapshot(mut snapshot)) => {
+                let mut s = lock();
+                for method in std::mem::take(&mut snapshot.new_methods) {
+                    s.methods.insert(method.id, method);
+                }
+                s.complete |= snapshot.last;
+                s.latest = Some(snapshot);
+            }
+            Ok(AgentMessage::Error(message)) => lock().errors.push(format!("agent: {message}")),
+            Ok(AgentMessage::Hello(_)) => return Err("agent repeated its handshake".into()),
+            Err(FrameError::Closed) => return Ok(()),
+            // A process that dies mid-frame (killed, crashed) is expected: keep what arrived.
+            Err(FrameError::Io(_)) => return Ok(()),
+            Err(e) => return Err(format!("bad message from agent: {e}")),
+        }
+    }
+}

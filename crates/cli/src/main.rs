@@ -1,0 +1,42 @@
+//! `sonde`: records .NET programs with Sonde's agent and renders their profiles.
+//!
+//! Only this file exits the process; everything else returns errors, printed here on one line.
+#![forbid(unsafe_code)]
+
+mod assemble;
+mod cli;
+mod collector;
+mod record;
+mod report;
+mod summary;
+
+use clap::Parser;
+use cli::{Cli, Command};
+
+fn main() {
+    let cli = Cli::parse();
+    let verbosity = record::Verbosity { quiet: cli.quiet, verbose: cli.verbose };
+    let result = match cli.command {
+        Command::Record(args) => record::record(args, &verbosity),
+        Command::Report(args) => report::report(args).map(|()| 0),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("sonde: {}", chain(&e));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// `outer: inner: innermost`, each cause once.
+fn chain(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}

@@ -1,0 +1,199 @@
+//! `sonde record`: launch the program with the agent attached, collect, write, summarise.
+
+use crate::assemble::{RunFacts, assemble};
+use crate::cli::{ModeArg, RecordArgs, TimingArg};
+use crate::collector::{Collector, Session};
+use crate::summary;
+use anyhow::{Context, Result, bail};
+use sonde_profile::{Mode, Timing};
+use sonde_protocol::{AgentConfig, MethodFilter, config};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The CLSID the agent answers to in `DllGetClassObject`.
+pub const PROFILER_CLSID: &str = "{9E2B6C4A-5D0F-4E8B-A1C3-7F5D2E9B0A61}";
+/// How often the controller asks for a snapshot while the program runs, so that a program that
+/// dies without shutting its runtime down (a crash, a kill) loses at most this much.
+const SNAPSHOT_PERIOD: Duration = Duration::from_secs(1);
+/// How long to wait for agents after the program exited (its .NET children may still run).
+const PATIENCE: Duration = Duration::from_secs(5);
+
+pub struct Verbosity {
+    pub quiet: bool,
+    pub verbose: u8,
+}
+
+/// Returns the exit code `sonde` should end with.
+pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
+    if args.mode == ModeArg::Sampling {
+        bail!("--mode sampling is not available yet; use --mode tracing (the default)");
+    }
+    let agent = locate_agent()?;
+    let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
+    let config = AgentConfig {
+        socket: Some(collector.socket().to_path_buf()),
+        mode: Mode::Tracing,
+        timing: match args.timing {
+            TimingArg::Exact => Timing::Exact,
+            TimingArg::Sampled => Timing::Sampled,
+        },
+        filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
+        interval_us: args.interval_us,
+        log: args.agent_log.clone(),
+    };
+
+    let mut command = Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    for var in config::ALL_VARS {
+        command.env_remove(var);
+    }
+    command
+        .env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", PROFILER_CLSID)
+        .env("CORECLR_PROFILER_PATH", &agent)
+        .envs(config.to_env());
+
+    // Ctrl-C in a terminal reaches the whole foreground process group: the program gets it
+    // directly and decides what to do. We stay alive to collect what it leaves behind, and ask
+    // the agents for a snapshot right away in case the program dies without shutting down.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGQUIT] {
+        signal_hook::flag::register(signal, interrupted.clone()).context("cannot install a signal handler")?;
+    }
+    let terminated = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone())
+        .context("cannot install a signal handler")?;
+
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow::anyhow!("cannot run `{}`: command not found", args.command[0]),
+        _ => anyhow::anyhow!("cannot run `{}`: {e}", args.command[0]),
+    })?;
+    let child_pid = child.id();
+    let mut last_snapshot = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().context("cannot wait for the program")? {
+            break status;
+        }
+        if interrupted.swap(false, Ordering::Relaxed) {
+            collector.request_snapshots();
+        }
+        if terminated.swap(false, Ordering::Relaxed) {
+            // SIGTERM is meant for us; pass it on so the program can shut down cleanly.
+            collector.request_snapshots();
+            let _ = Command::new("kill").arg("-TERM").arg(child_pid.to_string()).status();
+        }
+        if last_snapshot.elapsed() >= SNAPSHOT_PERIOD {
+            collector.request_snapshots();
+            last_snapshot = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = started.elapsed();
+    let exit = exit_code(status);
+    let connected = collector.connected();
+    let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
+
+    let written = write_profiles(&sessions, &args, child_pid, status, v)?;
+    if written.is_empty() {
+        let reason = match sessions.iter().flat_map(|s| &s.errors).next() {
+            Some(e) => format!("the agent failed: {e}"),
+            None if sessions.is_empty() => {
+                format!("no .NET runtime loaded the agent: is `{}` a .NET (CoreCLR) program?", args.command[0])
+            }
+            None => "the agent connected but sent no data".to_string(),
+        };
+        eprintln!("sonde: nothing recorded: {reason}");
+        return Ok(if exit != 0 { exit } else { 1 });
+    }
+    if !v.quiet {
+        for (path, profile) in &written {
+            summary::print(profile, path, elapsed);
+        }
+    }
+    Ok(exit)
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+fn write_profiles(
+    sessions: &[Session],
+    args: &RecordArgs,
+    child_pid: u32,
+    status: ExitStatus,
+    v: &Verbosity,
+) -> Result<Vec<(PathBuf, sonde_profile::Profile)>> {
+    let usable: Vec<&Session> = sessions.iter().filter(|s| s.hello.is_some() && s.latest.is_some()).collect();
+    let mut written = Vec::new();
+    for session in &usable {
+        let pid = session.hello.as_ref().map_or(0, |h| h.pid);
+        let facts =
+            RunFacts { command: args.command.clone(), exit_code: if pid == child_pid { status.code() } else { None } };
+        let Some(profile) = assemble(session, facts) else {
+            eprintln!("sonde: process {pid}: the agent's data was inconsistent; skipped");
+            continue;
+        };
+        let path = if usable.len() == 1 { args.output.clone() } else { with_pid(&args.output, pid) };
+        sonde_profile::save(&path, &profile).with_context(|| format!("cannot write {}", path.display()))?;
+        for error in &session.errors {
+            eprintln!("sonde: process {pid}: {error}");
+        }
+        if profile.run.incomplete && !v.quiet {
+            eprintln!(
+                "sonde: process {pid} ended without shutting down its runtime: the profile holds its last snapshot"
+            );
+        }
+        written.push((path, profile));
+    }
+    Ok(written)
+}
+
+/// `out/profile.sonde` → `out/profile.1234.sonde`.
+fn with_pid(path: &Path, pid: u32) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{pid}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{pid}"),
+    };
+    path.with_file_name(name)
+}
+
+/// The agent library: `$SONDE_AGENT`, else beside the `sonde` executable, else in `../lib/sonde/`.
+fn locate_agent() -> Result<PathBuf> {
+    const NAME: &str = "libsonde_agent.so";
+    if let Some(path) = std::env::var_os("SONDE_AGENT") {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return Ok(path);
+        }
+        bail!("SONDE_AGENT points to {}, which does not exist", path.display());
+    }
+    let exe = std::env::current_exe().context("cannot find the sonde executable")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    for candidate in [dir.join(NAME), dir.join("../lib/sonde").join(NAME)] {
+        if candidate.is_file() {
+            return Ok(candidate.canonicalize().unwrap_or(candidate));
+        }
+    }
+    bail!(
+        "cannot find the agent library {NAME} next to {} (build it with `cargo build -p sonde-agent`, or set SONDE_AGENT)",
+        exe.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_goes_before_the_extension() {
+        assert_eq!(with_pid(Path::new("out/p.sonde"), 42), PathBuf::from("out/p.42.sonde"));
+        assert_eq!(with_pid(Path::new("p"), 7), PathBuf::from("p.7"));
+    }
+}

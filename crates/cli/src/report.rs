@@ -1,0 +1,35 @@
+//! `sonde report`: render a profile file.
+
+use crate::cli::{FormatArg, ReportArgs};
+use anyhow::{Context, Result};
+use sonde_render::{Format, renderer};
+use std::io::{BufWriter, Write};
+
+pub fn report(args: ReportArgs) -> Result<()> {
+    let profile = sonde_profile::load(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let format = match args.format {
+        FormatArg::Text => Format::Text,
+        FormatArg::Json => Format::Json,
+    };
+    let renderer = renderer(format);
+    match &args.output {
+        Some(path) => {
+            let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+            let mut out = BufWriter::new(file);
+            renderer
+                .render(&profile, &mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            match renderer.render(&profile, &mut out).and_then(|()| out.flush()) {
+                // `sonde report … | head` is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.context("cannot write the report")?,
+            }
+        }
+    }
+    Ok(())
+}

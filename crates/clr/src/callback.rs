@@ -1,0 +1,315 @@
+//! The profiler object the runtime talks to: a class factory and an `ICorProfilerCallback11`
+//! implementation whose slots forward to a safe [`ProfilerCallback`].
+//!
+//! There is one profiler per process, so both COM objects are statics (their reference counts are
+//! fixed at 1 and `Release` never frees anything), and the handler is a `&'static` set once.
+//! Every slot runs its handler inside [`guard`]: a panic is caught, the handler is told to stop
+//! (`disable`) and the runtime gets an error HRESULT — a panic never unwinds into the runtime.
+
+use crate::callback_slots::VTABLE;
+use crate::hresult::HResult;
+use crate::info::ProfilerInfo;
+use core::ffi::c_void;
+use sonde_clr_sys::*;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// What Sonde does when the runtime calls. Only the callbacks selected by the event mask arrive.
+pub trait ProfilerCallback: Send + Sync + 'static {
+    /// The runtime loaded the profiler. Returning an error makes the runtime unload it and run the
+    /// program unprofiled.
+    fn initialize(&self, info: ProfilerInfo) -> Result<(), HResult>;
+    fn shutdown(&self) {}
+    fn thread_created(&self, _thread: ThreadID) {}
+    fn thread_destroyed(&self, _thread: ThreadID) {}
+    fn thread_assigned_to_os_thread(&self, _thread: ThreadID, _os_tid: u32) {}
+    fn thread_name_changed(&self, _thread: ThreadID, _name: String) {}
+    fn exception_unwind_function_enter(&self, _function: FunctionID) {}
+    fn exception_unwind_function_leave(&self) {}
+    /// A callback panicked: stop doing anything that could panic again.
+    fn disable(&self) {}
+}
+
+static HANDLER: OnceLock<&'static dyn ProfilerCallback> = OnceLock::new();
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Runs `f` with the handler unless profiling was switched off; never lets a panic escape.
+fn guard(f: impl FnOnce(&'static dyn ProfilerCallback) -> HRESULT) -> HRESULT {
+    let Some(&handler) = HANDLER.get() else { return E_FAIL };
+    if DISABLED.load(Relaxed) {
+        return S_OK;
+    }
+    match catch_unwind(AssertUnwindSafe(|| f(handler))) {
+        Ok(hr) => hr,
+        Err(_) => {
+            DISABLED.store(true, Relaxed);
+            let _ = catch_unwind(AssertUnwindSafe(|| handler.disable()));
+            E_FAIL
+        }
+    }
+}
+
+/// A COM object: a pointer to its vtable, nothing else (the state lives in the handler).
+#[repr(C)]
+struct ComObject<V: 'static> {
+    vtbl: &'static V,
+}
+
+static CALLBACK: ComObject<ICorProfilerCallback11Vtbl> = ComObject { vtbl: &VTABLE };
+
+static FACTORY_VTABLE: IClassFactoryVtbl = IClassFactoryVtbl {
+    QueryInterface: factory_query_interface,
+    AddRef: factory_add_ref,
+    Release: factory_release,
+    CreateInstance: factory_create_instance,
+    LockServer: factory_lock_server,
+};
+static FACTORY: ComObject<IClassFactoryVtbl> = ComObject { vtbl: &FACTORY_VTABLE };
+
+fn guid_eq(a: &GUID, b: &GUID) -> bool {
+    (a.data1, a.data2, a.data3, a.data4) == (b.data1, b.data2, b.data3, b.data4)
+}
+
+/// The body of the profiler library's exported `DllGetClassObject`: hands out the class factory
+/// when `rclsid` is `clsid`, and remembers `handler` for every later callback.
+///
+/// # Safety
+/// The pointers are the runtime's arguments to `DllGetClassObject`: `rclsid` and `riid` point to
+/// GUIDs, `ppv` to writable storage for one pointer (each may be null, which is refused).
+pub unsafe fn class_factory(
+    clsid: &GUID,
+    handler: &'static dyn ProfilerCallback,
+    rclsid: *const GUID,
+    riid: *const GUID,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
+    if ppv.is_null() || rclsid.is_null() || riid.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: checked non-null above; the runtime passes valid GUIDs.
+    let (rclsid, riid) = unsafe { (&*rclsid, &*riid) };
+    if !guid_eq(rclsid, clsid) {
+        return CLASS_E_CLASSNOTAVAILABLE;
+    }
+    if !guid_eq(riid, &IID_IClassFactory) && !guid_eq(riid, &IID_IUnknown) {
+        return E_NOINTERFACE;
+    }
+    let _ = HANDLER.set(handler);
+    // SAFETY: `ppv` is non-null and writable (caller contract).
+    unsafe { *ppv = &FACTORY as *const _ as *mut c_void };
+    S_OK
+}
+
+unsafe extern "system" fn factory_query_interface(
+    _this: *mut IClassFactory,
+    riid: REFIID,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
+    if ppv.is_null() || riid.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: checked non-null; the runtime passes a valid GUID and writable storage.
+    unsafe {
+        if guid_eq(&*riid, &IID_IClassFactory) || guid_eq(&*riid, &IID_IUnknown) {
+            *ppv = &FACTORY as *const _ as *mut c_void;
+            return S_OK;
+        }
+        *ppv = std::ptr::null_mut();
+    }
+    E_NOINTERFACE
+}
+
+unsafe extern "system" fn factory_add_ref(_this: *mut IClassFactory) -> ULONG {
+    1
+}
+
+unsafe extern "system" fn factory_release(_this: *mut IClassFactory) -> ULONG {
+    1
+}
+
+unsafe extern "system" fn factory_create_instance(
+    _this: *mut IClassFactory,
+    outer: *mut IUnknown,
+    riid: REFIID,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
+    if !outer.is_null() {
+        return CLASS_E_NOAGGREGATION;
+    }
+    // SAFETY: same arguments, same contract as QueryInterface.
+    unsafe { query_interface(std::ptr::null_mut(), riid, ppv) }
+}
+
+unsafe extern "system" fn factory_lock_server(_this: *mut IClassFactory, _lock: BOOL) -> HRESULT {
+    S_OK
+}
+
+const CALLBACK_IIDS: [&GUID; 12] = [
+    &IID_IUnknown,
+    &IID_ICorProfilerCallback,
+    &IID_ICorProfilerCallback2,
+    &IID_ICorProfilerCallback3,
+    &IID_ICorProfilerCallback4,
+    &IID_ICorProfilerCallback5,
+    &IID_ICorProfilerCallback6,
+    &IID_ICorProfilerCallback7,
+    &IID_ICorProfilerCallback8,
+    &IID_ICorProfilerCallback9,
+    &IID_ICorProfilerCallback10,
+    &IID_ICorProfilerCallback11,
+];
+
+pub(crate) unsafe extern "system" fn query_interface(
+    _this: *mut ICorProfilerCallback11,
+    riid: REFIID,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
+    if ppv.is_null() || riid.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: checked non-null; the runtime passes a valid GUID and writable storage.
+    unsafe {
+        if CALLBACK_IIDS.iter().any(|iid| guid_eq(&*riid, iid)) {
+            *ppv = &CALLBACK as *const _ as *mut c_void;
+            return S_OK;
+        }
+        *ppv = std::ptr::null_mut();
+    }
+    E_NOINTERFACE
+}
+
+pub(crate) unsafe extern "system" fn add_ref(_this: *mut ICorProfilerCallback11) -> ULONG {
+    1
+}
+
+pub(crate) unsafe extern "system" fn release(_this: *mut ICorProfilerCallback11) -> ULONG {
+    1
+}
+
+pub(crate) unsafe extern "system" fn initialize(_this: *mut ICorProfilerCallback11, unknown: *mut IUnknown) -> HRESULT {
+    guard(|h| {
+        // SAFETY: `unknown` is the runtime's argument to Initialize.
+        match unsafe { ProfilerInfo::from_unknown(unknown) }.and_then(|info| h.initialize(info)) {
+            Ok(()) => S_OK,
+            Err(HResult(hr)) => hr,
+        }
+    })
+}
+
+pub(crate) unsafe extern "system" fn initialize_for_attach(
+    _this: *mut ICorProfilerCallback11,
+    _unknown: *mut IUnknown,
+    _data: *mut c_void,
+    _len: UINT,
+) -> HRESULT {
+    // Sonde attaches at start-up only.
+    E_NOTIMPL
+}
+
+pub(crate) unsafe extern "system" fn shutdown(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.shutdown();
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn thread_created(_this: *mut ICorProfilerCallback11, thread: ThreadID) -> HRESULT {
+    guard(|h| {
+        h.thread_created(thread);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn thread_destroyed(_this: *mut ICorProfilerCallback11, thread: ThreadID) -> HRESULT {
+    guard(|h| {
+        h.thread_destroyed(thread);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn thread_assigned_to_os_thread(
+    _this: *mut ICorProfilerCallback11,
+    thread: ThreadID,
+    os_tid: DWORD,
+) -> HRESULT {
+    guard(|h| {
+        h.thread_assigned_to_os_thread(thread, os_tid);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn thread_name_changed(
+    _this: *mut ICorProfilerCallback11,
+    thread: ThreadID,
+    len: ULONG,
+    name: *const WCHAR,
+) -> HRESULT {
+    guard(|h| {
+        let name = if name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the runtime passes `len` WCHARs at `name` (not NUL-terminated).
+            String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(name, len as usize) })
+        };
+        h.thread_name_changed(thread, name);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn exception_unwind_function_enter(
+    _this: *mut ICorProfilerCallback11,
+    function: FunctionID,
+) -> HRESULT {
+    guard(|h| {
+        h.exception_unwind_function_enter(function);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn exception_unwind_function_leave(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.exception_unwind_function_leave();
+        S_OK
+    })
+}
+
+// Callbacks with out-parameters must write them even though Sonde does not care: the runtime
+// reads them regardless.
+
+pub(crate) unsafe extern "system" fn jit_cached_function_search_started(
+    _this: *mut ICorProfilerCallback11,
+    _function: FunctionID,
+    use_cached: *mut BOOL,
+) -> HRESULT {
+    if !use_cached.is_null() {
+        // SAFETY: non-null out-parameter from the runtime.
+        unsafe { *use_cached = TRUE };
+    }
+    S_OK
+}
+
+pub(crate) unsafe extern "system" fn jit_inlining(
+    _this: *mut ICorProfilerCallback11,
+    _caller: FunctionID,
+    _callee: FunctionID,
+    should_inline: *mut BOOL,
+) -> HRESULT {
+    if !should_inline.is_null() {
+        // SAFETY: non-null out-parameter from the runtime.
+        unsafe { *should_inline = TRUE };
+    }
+    S_OK
+}
+
+pub(crate) unsafe extern "system" fn load_as_notification_only(
+    _this: *mut ICorProfilerCallback11,
+    notification_only: *mut BOOL,
+) -> HRESULT {
+    if !notification_only.is_null() {
+        // SAFETY: non-null out-parameter from the runtime. Sonde needs enter/leave hooks, which a
+        // notification-only profiler cannot have.
+        unsafe { *notification_only = FALSE };
+    }
+    S_OK
+}

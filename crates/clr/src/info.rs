@@ -1,0 +1,228 @@
+//! `ICorProfilerInfo*`: what the profiler may ask of the runtime.
+
+use crate::hresult::HResult;
+use crate::metadata;
+use sonde_clr_sys::*;
+use std::ffi::c_void;
+use std::ptr::{NonNull, null_mut};
+
+/// The runtime's `ICorProfilerInfo` interface, at the highest version it offers (3 at least).
+///
+/// The runtime documents these interfaces as free-threaded: any thread may call them, which is
+/// why the wrapper is `Send + Sync`.
+pub struct ProfilerInfo {
+    ptr: NonNull<ICorProfilerInfo14>,
+    /// The highest `ICorProfilerInfoN` the runtime handed out; slots beyond it are never called.
+    pub version: u32,
+}
+
+// SAFETY: ICorProfilerInfo is free-threaded (CoreCLR's profiling design doc: "all of the
+// ICorProfilerInfo methods may be called from any thread"), and the pointer stays valid until the
+// runtime unloads the profiler, which outlives every caller (it only happens at process exit).
+unsafe impl Send for ProfilerInfo {}
+unsafe impl Sync for ProfilerInfo {}
+
+/// Names of one method, as metadata spells them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodNames {
+    /// `Namespace.Type.Method`, nested types joined with `+`.
+    pub name: String,
+    pub signature: String,
+    pub assembly: String,
+    /// The module's file name (no directory).
+    pub module: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeInfo {
+    /// `COR_PRF_CORE_CLR` or `COR_PRF_DESKTOP_CLR`.
+    pub runtime_type: u32,
+    pub major: u16,
+    pub minor: u16,
+    pub build: u16,
+    pub qfe: u16,
+}
+
+macro_rules! call {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        // SAFETY: `ptr` is a live ICorProfilerInfo whose vtable has this slot (callers check
+        // `version` for slots newer than ICorProfilerInfo3); the arguments follow corprof.idl.
+        let hr = unsafe { ((*(*$self.ptr.as_ptr()).vtbl).$method)($self.ptr.as_ptr() $(, $arg)*) };
+        HResult::check(hr)
+    }};
+}
+
+impl ProfilerInfo {
+    /// Queries the runtime's IUnknown (given to `ICorProfilerCallback::Initialize`) for the
+    /// highest ICorProfilerInfo version it supports.
+    ///
+    /// # Safety
+    /// `unknown` must be the live interface pointer the runtime passed to `Initialize`.
+    pub unsafe fn from_unknown(unknown: *mut IUnknown) -> Result<ProfilerInfo, HResult> {
+        let unknown = NonNull::new(unknown).ok_or(HResult(E_POINTER))?;
+        let versions: [(u32, &GUID); 12] = [
+            (14, &IID_ICorProfilerInfo14),
+            (13, &IID_ICorProfilerInfo13),
+            (12, &IID_ICorProfilerInfo12),
+            (11, &IID_ICorProfilerInfo11),
+            (10, &IID_ICorProfilerInfo10),
+            (9, &IID_ICorProfilerInfo9),
+            (8, &IID_ICorProfilerInfo8),
+            (7, &IID_ICorProfilerInfo7),
+            (6, &IID_ICorProfilerInfo6),
+            (5, &IID_ICorProfilerInfo5),
+            (4, &IID_ICorProfilerInfo4),
+            (3, &IID_ICorProfilerInfo3),
+        ];
+        for (version, iid) in versions {
+            let mut out: *mut c_void = null_mut();
+            // SAFETY: `unknown` is live (caller contract); QueryInterface writes `out` and AddRefs
+            // it on success. We keep that reference for the life of the process.
+            let hr = unsafe { ((*(*unknown.as_ptr()).vtbl).QueryInterface)(unknown.as_ptr(), iid, &mut out) };
+            if hr >= 0 {
+                if let Some(ptr) = NonNull::new(out.cast::<ICorProfilerInfo14>()) {
+                    return Ok(ProfilerInfo { ptr, version });
+                }
+            }
+        }
+        Err(HResult(E_NOINTERFACE))
+    }
+
+    pub fn set_event_mask(&self, low: u32, high: u32) -> Result<(), HResult> {
+        if self.version >= 5 { call!(self.SetEventMask2(low, high)) } else { call!(self.SetEventMask(low)) }
+    }
+
+    /// Registers the fast enter/leave/tailcall hooks (`SetEnterLeaveFunctionHooks3`) or, when
+    /// `with_info`, the `...WithInfo` variants.
+    ///
+    /// # Safety
+    /// The addresses must be functions that follow the runtime's hook convention for this
+    /// architecture (fast hooks: the JIT's custom register convention; WithInfo hooks: the C ABI
+    /// with `(FunctionIDOrClientID, COR_PRF_ELT_INFO)`), and stay valid for the process lifetime.
+    pub unsafe fn set_enter_leave_hooks(
+        &self,
+        enter: usize,
+        leave: usize,
+        tailcall: usize,
+        with_info: bool,
+    ) -> Result<(), HResult> {
+        if with_info {
+            // SAFETY: the caller guarantees these are WithInfo hooks (C ABI, two arguments).
+            let (e, l, t) = unsafe {
+                (
+                    std::mem::transmute::<usize, FunctionEnter3WithInfo>(enter),
+                    std::mem::transmute::<usize, FunctionLeave3WithInfo>(leave),
+                    std::mem::transmute::<usize, FunctionTailcall3WithInfo>(tailcall),
+                )
+            };
+            call!(self.SetEnterLeaveFunctionHooks3WithInfo(Some(e), Some(l), Some(t)))
+        } else {
+            // SAFETY: the caller guarantees these follow the fast-hook convention; the runtime
+            // only stores the addresses and has JIT-ed code call them.
+            let (e, l, t) = unsafe {
+                (
+                    std::mem::transmute::<usize, FunctionEnter3>(enter),
+                    std::mem::transmute::<usize, FunctionLeave3>(leave),
+                    std::mem::transmute::<usize, FunctionTailcall3>(tailcall),
+                )
+            };
+            call!(self.SetEnterLeaveFunctionHooks3(Some(e), Some(l), Some(t)))
+        }
+    }
+
+    /// Registers the function-ID mapper: `map` decides, once per function, whether it gets
+    /// enter/leave hooks (`Some(client_id)`, the value the hooks then receive) or not (`None`).
+    /// Only the first mapper registered in a process is used.
+    pub fn set_function_mapper(&self, map: fn(FunctionID) -> Option<usize>) -> Result<(), HResult> {
+        let _ = MAPPER.set(map);
+        call!(self.SetFunctionIDMapper2(Some(map_function), null_mut()))
+    }
+
+    pub fn current_thread_id(&self) -> Result<ThreadID, HResult> {
+        let mut id: ThreadID = 0;
+        call!(self.GetCurrentThreadID(&mut id))?;
+        Ok(id)
+    }
+
+    /// The OS thread id of a managed thread.
+    pub fn os_thread_id(&self, thread: ThreadID) -> Result<u32, HResult> {
+        let mut tid: DWORD = 0;
+        call!(self.GetThreadInfo(thread, &mut tid))?;
+        Ok(tid)
+    }
+
+    pub fn runtime_information(&self) -> Result<RuntimeInfo, HResult> {
+        let (mut instance, mut runtime_type) = (0u16, 0 as COR_PRF_RUNTIME_TYPE);
+        let (mut major, mut minor, mut build, mut qfe) = (0u16, 0u16, 0u16, 0u16);
+        let mut len: ULONG = 0;
+        call!(self.GetRuntimeInformation(
+            &mut instance,
+            &mut runtime_type,
+            &mut major,
+            &mut minor,
+            &mut build,
+            &mut qfe,
+            0,
+            &mut len,
+            null_mut()
+        ))?;
+        Ok(RuntimeInfo { runtime_type: runtime_type as u32, major, minor, build, qfe })
+    }
+
+    /// Names a function: its method, declaring type (nested types resolved), signature, module and
+    /// assembly.
+    pub fn method_names(&self, function: FunctionID) -> Result<MethodNames, HResult> {
+        let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
+        call!(self.GetFunctionInfo(function, &mut class, &mut module, &mut token))?;
+        let mut import: *mut IUnknown = null_mut();
+        let mut token2 = 0u32;
+        call!(self.GetTokenAndMetaDataFromFunction(function, &IID_IMetaDataImport, &mut import, &mut token2))?;
+        let import = metadata::Import::new(import.cast()).ok_or(HResult(E_POINTER))?;
+        let (name, signature) = import.method_name_and_signature(token)?;
+        let (module_name, assembly) = self.module_and_assembly(module)?;
+        Ok(MethodNames { name, signature, assembly, module: module_name })
+    }
+
+    fn module_and_assembly(&self, module: ModuleID) -> Result<(String, String), HResult> {
+        let mut base: LPCBYTE = std::ptr::null();
+        let mut assembly: AssemblyID = 0;
+        let path =
+            read_string(|cap, len, buf| call!(self.GetModuleInfo(module, &mut base, cap, len, buf, &mut assembly)))?;
+        let module_name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+        let (mut domain, mut module2) = (0usize, 0usize);
+        let assembly_name = read_string(|cap, len, buf| {
+            call!(self.GetAssemblyInfo(assembly, cap, len, buf, &mut domain, &mut module2))
+        })?;
+        Ok((module_name, assembly_name))
+    }
+}
+
+static MAPPER: std::sync::OnceLock<fn(FunctionID) -> Option<usize>> = std::sync::OnceLock::new();
+
+/// The `FunctionIDMapper2` the runtime calls (at JIT time, not per call). A panic in `map` means
+/// "no hooks for this function".
+unsafe extern "C" fn map_function(function: FunctionID, _client_data: *mut c_void, hook: *mut BOOL) -> UINT_PTR {
+    let mapped = MAPPER.get().and_then(|map| std::panic::catch_unwind(|| map(function)).ok().flatten());
+    if !hook.is_null() {
+        // SAFETY: the runtime passes a writable BOOL.
+        unsafe { *hook = if mapped.is_some() { TRUE } else { FALSE } };
+    }
+    mapped.unwrap_or(function)
+}
+
+/// Calls a `(cchName, pcchName, szName)`-style getter, growing the buffer once if needed, and
+/// decodes the UTF-16 result (WCHAR is 16-bit on every platform CoreCLR supports).
+pub(crate) fn read_string(
+    mut get: impl FnMut(ULONG, *mut ULONG, *mut WCHAR) -> Result<(), HResult>,
+) -> Result<String, HResult> {
+    let mut buf = vec![0u16; 512];
+    let mut len: ULONG = 0;
+    get(buf.len() as ULONG, &mut len, buf.as_mut_ptr())?;
+    if len as usize > buf.len() {
+        buf = vec![0u16; len as usize];
+        get(buf.len() as ULONG, &mut len, buf.as_mut_ptr())?;
+    }
+    let text = &buf[..(len as usize).min(buf.len())];
+    let end = text.iter().position(|&c| c == 0).unwrap_or(text.len());
+    Ok(String::from_utf16_lossy(&text[..end]))
+}

@@ -1,0 +1,21 @@
+//! Safe wrappers over the CoreCLR profiling API.
+//!
+//! # Design constraints
+//!
+//! This crate and `sonde-clr-sys` are where Sonde's COM `unsafe` lives. Above this line nothing
+//! touches a raw interface pointer: [`ProfilerInfo`] methods return `Result<T, HResult>`,
+//! strings arrive as `String`, and the runtime's calls into the profiler arrive as methods of the
+//! safe [`ProfilerCallback`] trait, each behind a guard that catches panics (a panic must never
+//! unwind into the runtime) and reports an HRESULT instead. Every `unsafe` block says why it holds.
+
+pub mod callback;
+mod callback_slots;
+mod hresult;
+mod info;
+mod metadata;
+pub mod signature;
+
+pub use callback::{ProfilerCallback, class_factory};
+pub use hresult::HResult;
+pub use info::{MethodNames, ProfilerInfo, RuntimeInfo};
+pub use sonde_clr_sys as sys;

@@ -1,0 +1,138 @@
+//! `IMetaDataImport`: names of types and methods, and their signature blobs.
+
+use crate::hresult::HResult;
+use crate::info::read_string;
+use crate::signature::{self, TypeNames};
+use sonde_clr_sys::*;
+use std::ptr::{NonNull, null_mut};
+
+/// An owned IMetaDataImport reference, released on drop.
+pub(crate) struct Import {
+    ptr: NonNull<IMetaDataImport>,
+}
+
+const TOKEN_TYPE_MASK: u32 = 0xff00_0000;
+const MD_TYPE_DEF: u32 = 0x0200_0000;
+const MD_TYPE_REF: u32 = 0x0100_0000;
+const MD_TYPE_SPEC: u32 = 0x1b00_0000;
+
+macro_rules! call {
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {{
+        // SAFETY: `ptr` is a live IMetaDataImport we hold a reference to; the arguments follow
+        // cor.h, and out-pointers point to live locals or buffers of the stated capacity.
+        let hr = unsafe { ((*(*$self.ptr.as_ptr()).vtbl).$method)($self.ptr.as_ptr() $(, $arg)*) };
+        HResult::check(hr)
+    }};
+}
+
+impl Import {
+    /// Takes ownership of one reference (as returned by `GetTokenAndMetaDataFromFunction`).
+    pub(crate) fn new(ptr: *mut IMetaDataImport) -> Option<Import> {
+        NonNull::new(ptr).map(|ptr| Import { ptr })
+    }
+
+    /// `Namespace.Type.Method` and the decoded signature of a MethodDef.
+    pub(crate) fn method_name_and_signature(&self, method: mdMethodDef) -> Result<(String, String), HResult> {
+        let mut class: mdTypeDef = 0;
+        let (mut attr, mut sig, mut sig_len, mut rva, mut impl_flags) = (0u32, std::ptr::null(), 0u32, 0u32, 0u32);
+        let name = read_string(|cap, len, buf| {
+            call!(self.GetMethodProps(
+                method,
+                &mut class,
+                buf,
+                cap,
+                len,
+                &mut attr,
+                &mut sig,
+                &mut sig_len,
+                &mut rva,
+                &mut impl_flags
+            ))
+        })?;
+        let blob: &[u8] = if sig.is_null() {
+            &[]
+        } else {
+            // SAFETY: the runtime returned a pointer to `sig_len` bytes of signature blob that
+            // live as long as the module's metadata, which outlives this call.
+            unsafe { std::slice::from_raw_parts(sig, sig_len as usize) }
+        };
+        let signature = signature::method_signature(blob, self).unwrap_or_else(|| "<unreadable signature>".into());
+        let full = if class == 0 || class & !TOKEN_TYPE_MASK == 0 {
+            name // a global function: no declaring type (`<Module>`)
+        } else {
+            format!("{}.{name}", self.type_def_name(class)?)
+        };
+        Ok((full, signature))
+    }
+
+    /// A TypeDef's name with its enclosing types: `Namespace.Outer+Inner`.
+    fn type_def_name(&self, mut class: mdTypeDef) -> Result<String, HResult> {
+        let mut parts = Vec::new();
+        // Nesting is finite in valid metadata; the bound keeps corrupt metadata from looping.
+        for _ in 0..64 {
+            let (mut flags, mut extends) = (0u32, 0u32);
+            parts.push(read_string(|cap, len, buf| {
+                call!(self.GetTypeDefProps(class, buf, cap, len, &mut flags, &mut extends))
+            })?);
+            if flags & tdVisibilityMask < tdNestedPublic {
+                break;
+            }
+            let mut enclosing: mdTypeDef = 0;
+            if call!(self.GetNestedClassProps(class, &mut enclosing)).is_err() || enclosing == 0 {
+                break;
+            }
+            class = enclosing;
+        }
+        parts.reverse();
+        Ok(parts.join("+"))
+    }
+
+    fn type_ref_name(&self, mut reference: mdTypeRef) -> Result<String, HResult> {
+        let mut parts = Vec::new();
+        for _ in 0..64 {
+            let mut scope: mdToken = 0;
+            parts.push(read_string(|cap, len, buf| call!(self.GetTypeRefProps(reference, &mut scope, buf, cap, len)))?);
+            // A TypeRef scoped by another TypeRef is a nested type.
+            if scope & TOKEN_TYPE_MASK != MD_TYPE_REF {
+                break;
+            }
+            reference = scope;
+        }
+        parts.reverse();
+        Ok(parts.join("+"))
+    }
+
+    fn type_spec_name(&self, spec: mdTypeSpec) -> Option<String> {
+        let (mut sig, mut len) = (std::ptr::null(), 0u32);
+        call!(self.GetTypeSpecFromToken(spec, &mut sig, &mut len)).ok()?;
+        if sig.is_null() {
+            return None;
+        }
+        // SAFETY: as for method signatures: `len` bytes owned by the module's metadata.
+        let blob = unsafe { std::slice::from_raw_parts(sig, len as usize) };
+        signature::type_signature(blob, self)
+    }
+}
+
+impl TypeNames for Import {
+    fn type_name(&self, token: u32) -> Option<String> {
+        match token & TOKEN_TYPE_MASK {
+            MD_TYPE_DEF => self.type_def_name(token).ok(),
+            MD_TYPE_REF => self.type_ref_name(token).ok(),
+            MD_TYPE_SPEC => self.type_spec_name(token),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Import {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference to a live interface.
+        unsafe { ((*(*self.ptr.as_ptr()).vtbl).Release)(self.ptr.as_ptr()) };
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_null_is_not_an_import() {
+    assert!(Import::new(null_mut()).is_none());
+}

@@ -1,0 +1,205 @@
+//! The profile file: a small fixed header, a postcard payload and a checksum.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic, b"SONDEPRF"
+//!      8     4  format version, little-endian u32 (currently 1)
+//!     12     8  payload length in bytes, little-endian u64
+//!     20     n  payload: the postcard-serialized `Profile`
+//!   20+n     4  CRC-32 (IEEE) of the payload, little-endian u32
+//! ```
+//!
+//! The magic and version come first so that a reader can refuse a foreign or newer file with a
+//! precise message before it looks at anything else. The checksum exists because postcard has no
+//! redundancy: a flipped bit in a varint silently becomes another number, and we would rather say
+//! "corrupt" than render a plausible but wrong profile.
+//!
+//! A future version 2 would be read by decoding the version-1 payload into the old model and
+//! converting it with `From`, so old files keep loading.
+
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::model::Profile;
+
+/// The first eight bytes of every profile file.
+pub const MAGIC: [u8; 8] = *b"SONDEPRF";
+
+/// The format version this build writes, and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The largest payload a reader accepts. The length field is untrusted, so it is checked against
+/// this cap before anything is read; 1 GiB is tens of millions of nodes, far beyond a real run.
+pub const MAX_PAYLOAD_LEN: u64 = 1 << 30;
+
+/// Magic + version + length.
+const HEADER_LEN: usize = 8 + 4 + 8;
+
+/// Why a profile could not be read or written. Each message is one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    #[error("not a Sonde profile: the file is empty")]
+    Empty,
+    #[error("not a Sonde profile: it does not start with \"SONDEPRF\"")]
+    NotAProfile,
+    #[error("unsupported profile format version {found} (this build reads version {FORMAT_VERSION})")]
+    UnsupportedVersion { found: u32 },
+    #[error("truncated profile: the file ends inside the {part}")]
+    Truncated { part: &'static str },
+    #[error("corrupt profile: it declares a {len}-byte payload, above the {max}-byte limit")]
+    TooLarge { len: u64, max: u64 },
+    #[error("corrupt profile: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    ChecksumMismatch { stored: u32, computed: u32 },
+    #[error("corrupt profile: the payload does not decode: {0}")]
+    Undecodable(String),
+    #[error("invalid profile: {0}")]
+    Invalid(String),
+    #[error("profile I/O failed")]
+    Io(#[from] io::Error),
+}
+
+/// Writes `profile` as a complete profile file. Refuses a profile that fails
+/// [`Profile::validate`], since no reader would accept it.
+pub fn write_profile(mut w: impl Write, profile: &Profile) -> Result<(), FileError> {
+    profile.validate().map_err(FileError::Invalid)?;
+    // The length precedes the payload, so the payload is serialized up front.
+    let payload = postcard::to_stdvec(profile).map_err(io::Error::other)?;
+    w.write_all(&MAGIC)?;
+    w.write_all(&FORMAT_VERSION.to_le_bytes())?;
+    w.write_all(&(payload.len() as u64).to_le_bytes())?;
+    w.write_all(&payload)?;
+    w.write_all(&crc32(&payload).to_le_bytes())?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one profile file from `r`, consuming exactly its bytes.
+pub fn read_profile(mut r: impl Read) -> Result<Profile, FileError> {
+    let mut header = [0u8; HEADER_LEN];
+    let got = read_full(&mut r, &mut header)?;
+    let magic_got = got.min(MAGIC.len());
+    if got == 0 {
+        return Err(FileError::Empty);
+    }
+    if header[..magic_got] != MAGIC[..magic_got] {
+        return Err(FileError::NotAProfile);
+    }
+    if got < HEADER_LEN {
+        return Err(FileError::Truncated { part: "header" });
+    }
+    let version = u32::from_le_bytes(header[8..12].try_into().expect("4-byte slice"));
+    if version != FORMAT_VERSION {
+        return Err(FileError::UnsupportedVersion { found: version });
+    }
+    let len = u64::from_le_bytes(header[12..20].try_into().expect("8-byte slice"));
+    if len > MAX_PAYLOAD_LEN {
+        return Err(FileError::TooLarge { len, max: MAX_PAYLOAD_LEN });
+    }
+
+    // `take` plus `read_to_end` grows the buffer only as bytes actually arrive, so a lying length
+    // on a short file costs nothing.
+    let mut payload = Vec::new();
+    r.by_ref().take(len).read_to_end(&mut payload)?;
+    if payload.len() as u64 != len {
+        return Err(FileError::Truncated { part: "payload" });
+    }
+    let mut stored = [0u8; 4];
+    if read_full(&mut r, &mut stored)? != stored.len() {
+        return Err(FileError::Truncated { part: "checksum" });
+    }
+    let stored = u32::from_le_bytes(stored);
+    let computed = crc32(&payload);
+    if stored != computed {
+        return Err(FileError::ChecksumMismatch { stored, computed });
+    }
+
+    let (profile, rest) =
+        postcard::take_from_bytes::<Profile>(&payload).map_err(|e| FileError::Undecodable(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(FileError::Undecodable(format!("{} bytes follow the profile", rest.len())));
+    }
+    profile.validate().map_err(FileError::Invalid)?;
+    Ok(profile)
+}
+
+/// Writes `profile` to `path` atomically: into a temporary file beside it, then renamed over it,
+/// so an interrupted save never leaves a half-written profile under the real name.
+pub fn save(path: impl AsRef<Path>, profile: &Profile) -> Result<(), FileError> {
+    let path = path.as_ref();
+    let tmp = temp_path(path)?;
+    let result = (|| {
+        let mut w = BufWriter::new(File::create(&tmp)?);
+        write_profile(&mut w, profile)?;
+        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        // Best effort: the original error is the one worth reporting.
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Reads the profile file at `path`.
+pub fn load(path: impl AsRef<Path>) -> Result<Profile, FileError> {
+    read_profile(BufReader::new(File::open(path)?))
+}
+
+/// `dir/.name.<pid>.tmp`: hidden, beside the target (a rename is atomic only within one file
+/// system), and distinct per process so that two concurrent saves do not share it.
+fn temp_path(path: &Path) -> io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{} names no file", path.display())))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    Ok(path.with_file_name(tmp_name))
+}
+
+/// Fills `buf` as far as the reader allows and returns how many bytes it got; unlike
+/// `read_exact`, a short count is not an error, so callers can tell "empty" from "truncated".
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// CRC-32 with the IEEE polynomial (the one zlib, PNG and gzip use), reflected, table-driven.
+/// Small enough that a dependency would cost more than it saves.
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    const TABLE: [u32; 256] = {
+        let mut table = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut bit = 0;
+            while bit < 8 {
+                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                bit += 1;
+            }
+            table[i] = c;
+            i += 1;
+        }
+        table
+    };
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc = TABLE[((crc ^ b as u32) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    !crc
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::model::Compensation;
+use crate::testkit::{Builder, arb_profile};
+
+fn sample_profile() -> Profile {
+    let mut b = Builder::new();
+    let main = b.method("App.Program.Main");
+    let fib = b.method("App.Math.Fib");
+    let t = b.thread();
+    let root = b.node(t, None, main, 1, 100, 1);
+    let f1 = b.node(t, Some(root), fib, 1, 50, 2);
+    b.node(t, Some(f1), fib, 2, 30, 3);
+    let mut p = b.finish();
+    p.run.compensation = Some(Compensation { inner_ns_per_call: 12.5, outer_ns_per_call: 3.25 });
+    p.threads[0].name = Some("Main thread — ünïcode".into());
+    p
+}
+
+fn encode(profile: &Profile) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    write_profile(&mut bytes, profile).expect("write to a Vec");
+    bytes
+}
+
+#[test]
+fn crc32_matches_the_standard_check_value() {
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    assert_eq!(crc32(b""), 0);
+}
+
+#[test]
+fn round_trip() {
+    let profile = sample_profile();
+    let bytes = encode(&profile);
+    assert_eq!(&bytes[..8], b"SONDEPRF");
+    assert_eq!(read_profile(&bytes[..]).unwrap(), profile);
+}
+
+#[test]
+fn reads_exactly_one_profile_from_a_stream() {
+    let profile = sample_profile();
+    let mut bytes = encode(&profile);
+    let len = bytes.len();
+    bytes.extend_from_slice(b"trailing");
+    let mut reader = &bytes[..];
+    assert_eq!(read_profile(&mut reader).unwrap(), profile);
+    assert_eq!(reader, b"trailing", "read {} bytes too many", bytes.len() - len - reader.len());
+}
+
+#[test]
+fn save_and_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.sonde");
+    let profile = sample_profile();
+    save(&path, &profile).unwrap();
+    save(&path, &profile).unwrap(); // overwriting works too
+    assert_eq!(load(&path).unwrap(), profile);
+    let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["run.sonde"], "the temporary file was left behind");
+}
+
+#[test]
+fn refuses_to_write_an_invalid_profile() {
+    let mut profile = sample_profile();
+    profile.nodes[0].method = 99;
+    assert!(matches!(write_profile(Vec::new(), &profile), Err(FileError::Invalid(_))));
+}
+
+#[test]
+fn header_errors_are_specific() {
+    let valid = encode(&sample_profile());
+    let read = |bytes: &[u8]| read_profile(bytes).unwrap_err();
+
+    assert!(matches!(read(b""), FileError::Empty));
+    assert!(matches!(read(b"SONDE"), FileError::Truncated { part: "header" }));
+    assert!(matches!(read(b"PK\x03\x04 not a profile"), FileError::NotAProfile));
+    assert!(matches!(read(&valid[..15]), FileError::Truncated { part: "header" }));
+    assert!(matches!(read(&valid[..valid.len() - 2]), FileError::Truncated { part: "checksum" }));
+    assert!(matches!(read(&valid[..25]), FileError::Truncated { part: "payload" }));
+
+    let mut v2 = valid.clone();
+    v2[8] = 2;
+    let err = read(&v2);
+    assert!(matches!(err, FileError::UnsupportedVersion { found: 2 }));
+    assert_eq!(err.to_string(), "unsupported profile format version 2 (this build reads version 1)");
+
+    let mut huge = valid.clone();
+    huge[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(read(&huge), FileError::TooLarge { len: u64::MAX, .. }));
+
+    let mut flipped = valid;
+    flipped[HEADER_LEN] ^= 0x01;
+    assert!(matches!(read(&flipped), FileError::ChecksumMismatch { .. }));
+}
+
+#[test]
+fn a_checksummed_payload_that_does_not_decode_is_reported() {
+    let payload = [0xFFu8; 7]; // a varint that never ends
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    bytes.extend_from_slice(&crc32(&payload).to_le_bytes());
+    assert!(matches!(read_profile(&bytes[..]), Err(FileError::Undecodable(_))));
+}
+
+#[test]
+fn every_truncation_and_byte_flip_of_a_valid_file_is_an_error() {
+    let valid = encode(&sample_profile());
+    for len in 0..valid.len() {
+        assert!(read_profile(&valid[..len]).is_err(), "truncation to {len} bytes was accepted");
+    }
+    for i in 0..valid.len() {
+        for flip in [0x01, 0x80, 0xFF] {
+            let mut bytes = valid.clone();
+            bytes[i] ^= flip;
+            assert!(read_profile(&bytes[..]).is_err(), "flip {flip:#x} at byte {i} was accepted");
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn random_profiles_round_trip(profile in arb_profile()) {
+        prop_assert_eq!(read_profile(&encode(&profile)[..]).unwrap(), profile);
+    }
+
+    #[test]
+    fn arbitrary_bytes_are_an_error(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        prop_assert!(read_profile(&bytes[..]).is_err());
+    }
+
+    /// Garbage behind a well-formed header and a correct checksum reaches the decoder and
+    /// `validate`; all that is asked of them is not to panic.
+    #[test]
+    fn arbitrary_payloads_do_not_panic(payload in prop::collection::vec(any::<u8>(), 0..256)) {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        bytes.extend_from_slice(&crc32(&payload).to_le_bytes());
+        let _ = read_profile(&bytes[..]);
+    }
+
+    #[test]
+    fn truncations_are_an_error(profile in arb_profile(), cut in any::<prop::sample::Index>()) {
+        let bytes = encode(&profile);
+        let len = cut.index(bytes.len());
+        prop_assert!(read_profile(&bytes[..len]).is_err());
+    }
+
+    #[test]
+    fn single_byte_corruptions_are_an_error(
+        profile in arb_profile(),
+        at in any::<prop::sample::Index>(),
+        flip in 1..=255u8,
+    ) {
+        let mut bytes = encode(&profile);
+        let i = at.index(bytes.len());
+        bytes[i] ^= flip;
+        prop_assert!(read_profile(&bytes[..]).is_err());
+    }
+}

@@ -1,0 +1,24 @@
+//! Sonde's profile: the model of one profiled process, the file it is stored in, and the
+//! analyses every renderer shares.
+//!
+//! # Design constraints
+//!
+//! This crate knows nothing about the runtime that produced a profile: CoreCLR and Mono agents
+//! fill the same [`Profile`], and readers never need to ask which one did. It contains no
+//! `unsafe` code. Input read from a file is untrusted: a truncated, corrupt or hostile file is a
+//! [`FileError`], never a panic, and reading it allocates no more than a fixed cap
+//! ([`MAX_PAYLOAD_LEN`]). The analyses are linear or `n log n` in the number of nodes, because a
+//! traced call tree can hold millions of them.
+
+#![forbid(unsafe_code)]
+
+pub mod analysis;
+pub mod file;
+pub mod model;
+
+#[cfg(test)]
+mod testkit;
+
+pub use analysis::{Analysis, CallTree, Edge, MethodStats, ThreadTotals, Totals, hot_path, thread_totals};
+pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_profile, save, write_profile};
+pub use model::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};

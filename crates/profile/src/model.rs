@@ -1,0 +1,168 @@
+//! The profile model: what one profiled process looked like.
+//!
+//! A profile is a method table, a thread table and a flat array of call-tree nodes. Every node
+//! belongs to one thread and points to its parent (parents always precede their children, so a
+//! single forward pass can aggregate bottom-up by walking backwards). Node and method ids are their
+//! indices in the arrays.
+//!
+//! Both profiling modes fill the same fields: tracing knows `calls` and times exactly (or estimates
+//! time from samples with `--timing sampled`), sampling knows samples and estimates time from them.
+//! A field a mode does not measure is 0.
+
+use serde::{Deserialize, Serialize};
+
+/// How the data was collected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// Enter/leave hooks on every traced method: exact call counts.
+    Tracing,
+    /// Periodic stack samples.
+    Sampling,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Tracing => "tracing",
+            Mode::Sampling => "sampling",
+        }
+    }
+}
+
+/// How tracing mode measures time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Timing {
+    /// A timestamp on every enter and leave.
+    Exact,
+    /// No clock on the hot path; a sampler thread attributes time to each thread's current node.
+    Sampled,
+}
+
+impl Timing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timing::Exact => "exact",
+            Timing::Sampled => "sampled",
+        }
+    }
+}
+
+/// Which runtime ran the program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// `"coreclr"` or `"mono"`.
+    pub kind: String,
+    /// e.g. `"8.0.4"`.
+    pub version: String,
+}
+
+/// How the measured times were corrected for the profiler's own cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Compensation {
+    /// Hook cost that lands inside a call's own measured interval, subtracted once per call.
+    pub inner_ns_per_call: f64,
+    /// Hook cost a caller sees around each call it makes, subtracted from the caller once per call.
+    pub outer_ns_per_call: f64,
+}
+
+/// Facts about the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub mode: Mode,
+    /// Set in tracing mode.
+    pub timing: Option<Timing>,
+    pub runtime: Runtime,
+    /// The command the user asked to profile.
+    pub command: Vec<String>,
+    pub pid: u32,
+    /// The process exit code, when it is known (`None` when it died by a signal or is unknown).
+    pub exit_code: Option<i32>,
+    /// From the agent's start to its last snapshot.
+    pub wall_ns: u64,
+    /// Unix time in milliseconds at which the agent started.
+    pub started_unix_ms: u64,
+    /// Sampling interval (sampling mode, or tracing with sampled timing); 0 otherwise.
+    pub sample_interval_ns: u64,
+    /// Hook-cost compensation applied to the times in this profile (exact tracing only).
+    pub compensation: Option<Compensation>,
+    /// True when the process ended before it could send its final snapshot: the profile holds
+    /// what the last periodic snapshot carried.
+    pub incomplete: bool,
+    /// Calls, nodes or samples the agent could not record (e.g. a full call tree).
+    pub lost: u64,
+    /// Agent version that recorded the data.
+    pub agent_version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Method {
+    /// `Namespace.Type.Method`, nested types joined with `+`, generic arity kept (``Acme.Node`1..ctor``).
+    pub name: String,
+    /// Human-readable parameter and return types, e.g. `(int32, string) -> void`.
+    pub signature: String,
+    pub assembly: String,
+    pub module: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    /// OS thread id.
+    pub os_tid: u32,
+    /// The managed thread name, if it had one.
+    pub name: Option<String>,
+    /// From the thread's first recorded event to its end (or the last snapshot).
+    pub wall_ns: u64,
+    pub cpu_user_ns: u64,
+    pub cpu_kernel_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub thread: u32,
+    /// `None` for a thread's top-level calls.
+    pub parent: Option<u32>,
+    pub method: u32,
+    pub calls: u64,
+    /// Time in this node excluding its children.
+    pub self_ns: u64,
+    /// Time in this node including its children.
+    pub total_ns: u64,
+    /// Samples in which this node was the innermost frame.
+    pub self_samples: u64,
+    /// Samples in which this node was on the stack.
+    pub total_samples: u64,
+}
+
+/// One profiled process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub run: RunInfo,
+    pub methods: Vec<Method>,
+    pub threads: Vec<Thread>,
+    /// Parents precede children.
+    pub nodes: Vec<Node>,
+}
+
+impl Profile {
+    /// Checks the invariants readers rely on: ids in range, parents before children, a node's
+    /// thread equal to its parent's.
+    pub fn validate(&self) -> Result<(), String> {
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.method as usize >= self.methods.len() {
+                return Err(format!("node {i} names method {} of {}", node.method, self.methods.len()));
+            }
+            if node.thread as usize >= self.threads.len() {
+                return Err(format!("node {i} names thread {} of {}", node.thread, self.threads.len()));
+            }
+            if let Some(p) = node.parent {
+                if p as usize >= i {
+                    return Err(format!("node {i} has parent {p}, which does not precede it"));
+                }
+                if self.nodes[p as usize].thread != node.thread {
+                    return Err(format!("node {i} and its parent {p} are on different threads"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

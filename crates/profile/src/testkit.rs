@@ -1,0 +1,124 @@
+//! Profiles for tests: a builder for hand-made trees and a proptest strategy for random ones.
+//! Both fill node totals from the selves (total = self + children's totals), as an agent would.
+
+use proptest::prelude::*;
+
+use crate::model::{Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+
+pub fn run_info(mode: Mode) -> RunInfo {
+    RunInfo {
+        mode,
+        timing: (mode == Mode::Tracing).then_some(Timing::Exact),
+        runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
+        command: vec!["dotnet".into(), "app.dll".into()],
+        pid: 4242,
+        exit_code: Some(0),
+        wall_ns: 1_000_000,
+        started_unix_ms: 1_700_000_000_000,
+        sample_interval_ns: 0,
+        compensation: None,
+        incomplete: false,
+        lost: 0,
+        agent_version: "0.1.0".into(),
+    }
+}
+
+pub struct Builder {
+    profile: Profile,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder {
+            profile: Profile {
+                run: run_info(Mode::Tracing),
+                methods: Vec::new(),
+                threads: Vec::new(),
+                nodes: Vec::new(),
+            },
+        }
+    }
+
+    pub fn method(&mut self, name: &str) -> u32 {
+        self.profile.methods.push(Method {
+            name: name.into(),
+            signature: "() -> void".into(),
+            assembly: "App".into(),
+            module: "App.dll".into(),
+        });
+        self.profile.methods.len() as u32 - 1
+    }
+
+    pub fn thread(&mut self) -> u32 {
+        let os_tid = 100 + self.profile.threads.len() as u32;
+        self.profile.threads.push(Thread { os_tid, name: None, wall_ns: 0, cpu_user_ns: 0, cpu_kernel_ns: 0 });
+        os_tid - 100
+    }
+
+    /// Adds a node with the given calls, self time and self samples; totals come from `finish`.
+    pub fn node(
+        &mut self,
+        thread: u32,
+        parent: Option<u32>,
+        method: u32,
+        calls: u64,
+        self_ns: u64,
+        self_samples: u64,
+    ) -> u32 {
+        self.profile.nodes.push(Node {
+            thread,
+            parent,
+            method,
+            calls,
+            self_ns,
+            total_ns: 0,
+            self_samples,
+            total_samples: 0,
+        });
+        self.profile.nodes.len() as u32 - 1
+    }
+
+    pub fn finish(mut self) -> Profile {
+        fill_totals(&mut self.profile.nodes);
+        self.profile
+    }
+}
+
+/// Walks backwards so that every child has added itself to its parent before the parent is read.
+fn fill_totals(nodes: &mut [Node]) {
+    for node in nodes.iter_mut() {
+        node.total_ns = node.self_ns;
+        node.total_samples = node.self_samples;
+    }
+    for i in (0..nodes.len()).rev() {
+        if let Some(p) = nodes[i].parent {
+            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
+            nodes[p as usize].total_ns += ns;
+            nodes[p as usize].total_samples += samples;
+        }
+    }
+}
+
+/// Random valid profiles: few methods (so recursion is common), a few threads, small trees.
+pub fn arb_profile() -> impl Strategy<Value = Profile> {
+    let node = (any::<u32>(), any::<u32>(), any::<u32>(), 0..5u64, 0..1_000u64, 0..10u64);
+    (1..5u32, 1..4u32, prop::collection::vec(node, 0..60)).prop_map(|(n_methods, n_threads, raw)| {
+        let mut b = Builder::new();
+        for m in 0..n_methods {
+            b.method(&format!("M{m}"));
+        }
+        for _ in 0..n_threads {
+            b.thread();
+        }
+        let mut on_thread: Vec<Vec<u32>> = vec![Vec::new(); n_threads as usize];
+        for (t, p, m, calls, self_ns, self_samples) in raw {
+            let thread = t % n_threads;
+            let earlier = &on_thread[thread as usize];
+            // One choice in four starts a new root; otherwise any earlier node of the thread.
+            let parent = (p % 4 != 0 && !earlier.is_empty()).then(|| earlier[(p / 4) as usize % earlier.len()]);
+            let id = b.node(thread, parent, m % n_methods, calls, self_ns, self_samples);
+            on_thread[thread as usize].push(id);
+        }
+        b.finish()
+    })
+}

@@ -1,0 +1,142 @@
+//! The agent's configuration. The controller writes it into the target's environment; the agent
+//! reads it once, at start-up, into this one typed struct.
+
+use crate::filter::MethodFilter;
+use sonde_profile::{Mode, Timing};
+use std::path::PathBuf;
+
+/// The socket the agent connects to.
+pub const ENV_SOCKET: &str = "SONDE_SOCKET";
+pub const ENV_MODE: &str = "SONDE_MODE";
+pub const ENV_TIMING: &str = "SONDE_TIMING";
+/// Patterns separated by newlines.
+pub const ENV_INCLUDE: &str = "SONDE_INCLUDE";
+pub const ENV_EXCLUDE: &str = "SONDE_EXCLUDE";
+pub const ENV_ALL: &str = "SONDE_ALL";
+/// Sampler period in microseconds.
+pub const ENV_INTERVAL_US: &str = "SONDE_INTERVAL_US";
+/// Where the agent logs; it never writes to the target's stdout or stderr.
+pub const ENV_LOG: &str = "SONDE_LOG";
+
+/// Every variable the agent reads, so the controller can clear stale values.
+pub const ALL_VARS: &[&str] =
+    &[ENV_SOCKET, ENV_MODE, ENV_TIMING, ENV_INCLUDE, ENV_EXCLUDE, ENV_ALL, ENV_INTERVAL_US, ENV_LOG];
+
+pub const DEFAULT_INTERVAL_US: u64 = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    pub socket: Option<PathBuf>,
+    pub mode: Mode,
+    pub timing: Timing,
+    pub filter: MethodFilter,
+    pub interval_us: u64,
+    pub log: Option<PathBuf>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            socket: None,
+            mode: Mode::Tracing,
+            timing: Timing::Exact,
+            filter: MethodFilter::default(),
+            interval_us: DEFAULT_INTERVAL_US,
+            log: None,
+        }
+    }
+}
+
+impl AgentConfig {
+    /// The environment variables that carry this configuration.
+    pub fn to_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![
+            (ENV_MODE, self.mode.as_str().to_string()),
+            (ENV_TIMING, self.timing.as_str().to_string()),
+            (ENV_INTERVAL_US, self.interval_us.to_string()),
+        ];
+        if let Some(socket) = &self.socket {
+            env.push((ENV_SOCKET, socket.display().to_string()));
+        }
+        if !self.filter.include.is_empty() {
+            env.push((ENV_INCLUDE, self.filter.include.join("\n")));
+        }
+        if !self.filter.exclude.is_empty() {
+            env.push((ENV_EXCLUDE, self.filter.exclude.join("\n")));
+        }
+        if self.filter.all {
+            env.push((ENV_ALL, "1".into()));
+        }
+        if let Some(log) = &self.log {
+            env.push((ENV_LOG, log.display().to_string()));
+        }
+        env
+    }
+
+    /// Reads the configuration through `get` (the agent passes `std::env::var`). Unknown or
+    /// malformed values are errors: the agent then logs and stays inactive rather than guess.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut config = AgentConfig { socket: get(ENV_SOCKET).map(PathBuf::from), ..Default::default() };
+        if let Some(mode) = get(ENV_MODE) {
+            config.mode = match mode.as_str() {
+                "tracing" => Mode::Tracing,
+                "sampling" => Mode::Sampling,
+                other => return Err(format!("{ENV_MODE}: unknown mode `{other}`")),
+            };
+        }
+        if let Some(timing) = get(ENV_TIMING) {
+            config.timing = match timing.as_str() {
+                "exact" => Timing::Exact,
+                "sampled" => Timing::Sampled,
+                other => return Err(format!("{ENV_TIMING}: unknown timing `{other}`")),
+            };
+        }
+        let patterns = |var| -> Vec<String> {
+            get(var).map(|v| v.lines().filter(|l| !l.is_empty()).map(str::to_string).collect()).unwrap_or_default()
+        };
+        config.filter.include = patterns(ENV_INCLUDE);
+        config.filter.exclude = patterns(ENV_EXCLUDE);
+        config.filter.all = get(ENV_ALL).is_some_and(|v| v == "1");
+        if let Some(us) = get(ENV_INTERVAL_US) {
+            config.interval_us = us
+                .parse()
+                .ok()
+                .filter(|&us| us > 0)
+                .ok_or_else(|| format!("{ENV_INTERVAL_US}: not a positive number: `{us}`"))?;
+        }
+        config.log = get(ENV_LOG).map(PathBuf::from);
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn round_trips_through_the_environment() {
+        let config = AgentConfig {
+            socket: Some("/tmp/x/agent.sock".into()),
+            mode: Mode::Tracing,
+            timing: Timing::Sampled,
+            filter: MethodFilter {
+                include: vec!["Acme.*".into(), "Calls".into()],
+                exclude: vec!["*.Fib".into()],
+                all: true,
+            },
+            interval_us: 250,
+            log: Some("/tmp/agent.log".into()),
+        };
+        let env: HashMap<_, _> = config.to_env().into_iter().collect();
+        let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();
+        assert_eq!(back, config);
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        assert!(AgentConfig::from_env(|k| (k == ENV_MODE).then(|| "fast".to_string())).is_err());
+        assert!(AgentConfig::from_env(|k| (k == ENV_INTERVAL_US).then(|| "0".to_string())).is_err());
+        assert_eq!(AgentConfig::from_env(|_| None).unwrap(), AgentConfig::default());
+    }
+}

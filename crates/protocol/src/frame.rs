@@ -1,0 +1,125 @@
+//! Length-prefixed frames: a little-endian `u32` payload length, then a postcard-encoded message.
+
+use serde::{Serialize, de::DeserializeOwned};
+use std::io::{self, Read, Write};
+
+/// Frames larger than this are refused: a snapshot of a few million nodes fits easily, a corrupt
+/// length prefix does not make us allocate gigabytes.
+pub const MAX_FRAME: u32 = 1 << 30;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    #[error("connection closed")]
+    Closed,
+    #[error("frame of {0} bytes exceeds the {MAX_FRAME}-byte limit")]
+    TooLarge(u64),
+    #[error("undecodable message: {0}")]
+    Decode(#[from] postcard::Error),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+pub fn write_frame<T: Serialize>(w: &mut impl Write, message: &T) -> Result<(), FrameError> {
+    let payload = postcard::to_stdvec(message)?;
+    let len = u32::try_from(payload.len())
+        .ok()
+        .filter(|&l| l <= MAX_FRAME)
+        .ok_or(FrameError::TooLarge(payload.len() as u64))?;
+    let mut buf = Vec::with_capacity(4 + payload.len());
+    buf.extend_from_slice(&len.to_le_bytes());
+    buf.extend_from_slice(&payload);
+    w.write_all(&buf)?;
+    w.flush()?;
+    Ok(())
+}
+
+pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read) -> Result<T, FrameError> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        other => other?,
+    }
+    let len = u32::from_le_bytes(len);
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len.into()));
+    }
+    let mut payload = Vec::new();
+    r.take(len.into()).read_to_end(&mut payload)?;
+    if payload.len() != len as usize {
+        return Err(FrameError::Io(io::ErrorKind::UnexpectedEof.into()));
+    }
+    Ok(postcard::from_bytes(&payload)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::*;
+    use proptest::prelude::*;
+
+    fn snapshot() -> AgentMessage {
+        AgentMessage::Snapshot(Snapshot {
+            seq: 3,
+            last: true,
+            wall_ns: 1_000,
+            sample_interval_ns: 0,
+            hook_cost: Some(HookCost { inner_ns: 1.5, outer_ns: 9.0 }),
+            new_methods: vec![MethodRecord {
+                id: 0,
+                name: "Acme.Outer+Inner.Grüße".into(),
+                signature: "() -> void".into(),
+                assembly: "Calls".into(),
+                module: "Calls.exe".into(),
+            }],
+            threads: vec![ThreadSnapshot {
+                os_tid: 42,
+                name: Some("worker".into()),
+                wall_ns: 10,
+                cpu_user_ns: 5,
+                cpu_kernel_ns: 1,
+                nodes: vec![NodeRecord {
+                    parent: None,
+                    method: 0,
+                    calls: 7,
+                    raw_total_ns: 99,
+                    self_samples: 0,
+                    sampled_self_ns: 0,
+                }],
+            }],
+            lost: 0,
+        })
+    }
+
+    #[test]
+    fn frames_round_trip_back_to_back() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &snapshot()).unwrap();
+        write_frame(&mut buf, &ControllerMessage::RequestSnapshot).unwrap();
+        let mut r = &buf[..];
+        assert_eq!(read_frame::<AgentMessage>(&mut r).unwrap(), snapshot());
+        assert_eq!(read_frame::<ControllerMessage>(&mut r).unwrap(), ControllerMessage::RequestSnapshot);
+        assert!(matches!(read_frame::<ControllerMessage>(&mut r), Err(FrameError::Closed)));
+    }
+
+    #[test]
+    fn oversized_length_is_refused_before_allocating() {
+        let buf = u32::MAX.to_le_bytes();
+        assert!(matches!(read_frame::<AgentMessage>(&mut &buf[..]), Err(FrameError::TooLarge(_))));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = read_frame::<AgentMessage>(&mut &bytes[..]);
+        }
+
+        #[test]
+        fn truncated_frames_are_errors(cut in 0usize..64) {
+            let mut buf = Vec::new();
+            write_frame(&mut buf, &snapshot()).unwrap();
+            let cut = cut.min(buf.len() - 1);
+            prop_assert!(read_frame::<AgentMessage>(&mut &buf[..cut]).is_err());
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! What Sonde's agent (inside the profiled process) and controller (`sonde`) say to each other.
+//!
+//! Design constraints: shared verbatim by both sides, so a message is one Rust type, never a
+//! hand-packed byte array; every frame is length-prefixed and bounded, and a malformed frame is an
+//! error, never a panic (the agent runs inside somebody else's program). No `unsafe`.
+//!
+//! * [`config`] — the agent's configuration, passed through environment variables.
+//! * [`filter`] — which methods get enter/leave hooks.
+//! * [`message`] — the messages and the version handshake.
+//! * [`frame`] — length-prefixed framing over any `Read`/`Write`.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod filter;
+pub mod frame;
+pub mod message;
+
+pub use config::AgentConfig;
+pub use filter::MethodFilter;
+pub use frame::{FrameError, read_frame, write_frame};
+pub use message::*;

@@ -1,0 +1,104 @@
+//! The messages. The agent speaks first ([`Hello`]); the controller answers [`ControllerMessage::Welcome`]
+//! or [`ControllerMessage::Reject`]; after that the controller may ask for snapshots at any time and
+//! the agent sends a final snapshot on its own when the runtime shuts down.
+//!
+//! Snapshots are cumulative: each one carries the complete call trees (counters only grow), so a
+//! lost or skipped snapshot loses nothing but freshness. Method metadata is incremental: a snapshot
+//! carries only the methods that no earlier snapshot on this connection carried.
+
+use serde::{Deserialize, Serialize};
+use sonde_profile::{Mode, Runtime, Timing};
+
+/// Bumped on any incompatible change to the messages below.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub agent_version: String,
+    pub pid: u32,
+    pub runtime: Runtime,
+    pub mode: Mode,
+    pub timing: Timing,
+    /// The process's own command line (`/proc/self/cmdline`).
+    pub command_line: Vec<String>,
+    pub started_unix_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AgentMessage {
+    Hello(Hello),
+    Snapshot(Snapshot),
+    /// Something went wrong in the agent; profiling of this process stopped.
+    Error(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerMessage {
+    Welcome {
+        protocol: u32,
+    },
+    /// The controller cannot talk to this agent (e.g. protocol version mismatch).
+    Reject {
+        reason: String,
+    },
+    RequestSnapshot,
+}
+
+/// A method the agent traced or saw, identified by the agent's dense method id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodRecord {
+    pub id: u32,
+    pub name: String,
+    pub signature: String,
+    pub assembly: String,
+    pub module: String,
+}
+
+/// One call-tree node. Nodes of a thread are listed parents first; `parent` is an index into the
+/// same list, `None` for the thread's top-level calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    pub parent: Option<u32>,
+    pub method: u32,
+    pub calls: u64,
+    /// Inclusive wall time measured by the hooks, not yet corrected for their own cost.
+    pub raw_total_ns: u64,
+    /// Sampler ticks in which this node was the thread's innermost traced frame.
+    pub self_samples: u64,
+    /// Time attributed by those ticks.
+    pub sampled_self_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSnapshot {
+    pub os_tid: u32,
+    pub name: Option<String>,
+    pub wall_ns: u64,
+    pub cpu_user_ns: u64,
+    pub cpu_kernel_ns: u64,
+    pub nodes: Vec<NodeRecord>,
+}
+
+/// The hooks' own cost, measured by the agent at start-up (see `docs/ARCHITECTURE.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookCost {
+    /// Cost that falls inside a call's own enter→leave interval.
+    pub inner_ns: f64,
+    /// Cost a caller sees around each call it makes (both hooks, end to end).
+    pub outer_ns: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub seq: u64,
+    /// The runtime is shutting down; no snapshot follows.
+    pub last: bool,
+    pub wall_ns: u64,
+    pub sample_interval_ns: u64,
+    pub hook_cost: Option<HookCost>,
+    pub new_methods: Vec<MethodRecord>,
+    pub threads: Vec<ThreadSnapshot>,
+    /// Calls the agent could not record (call tree full, or the thread state unavailable).
+    pub lost: u64,
+}

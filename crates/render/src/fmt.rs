@@ -1,0 +1,114 @@
+//! Small formatting helpers for the text report: durations, counts, percentages, names.
+
+use std::fmt;
+
+/// A duration with three or four significant digits in the largest unit that keeps it at or
+/// above one: `850 ns`, `1.25 µs`, `12.3 µs`, `456.7 ms`, `2.05 s`. Digits are truncated, not
+/// rounded, so a value never rounds up into the next unit (`999.9 µs`, not `1000.0 µs`).
+pub fn duration(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => decimal(ns / 10, "µs"),
+        1_000_000..1_000_000_000 => decimal(ns / 10_000, "ms"),
+        _ => decimal(ns / 10_000_000, "s"),
+    }
+}
+
+/// Two decimals below ten units, one above.
+fn decimal(hundredths: u64, unit: &str) -> String {
+    if hundredths < 1_000 {
+        format!("{}.{:02} {unit}", hundredths / 100, hundredths % 100)
+    } else {
+        let tenths = hundredths / 10;
+        format!("{}.{} {unit}", tenths / 10, tenths % 10)
+    }
+}
+
+/// A count with thousands separators: `1,234,567`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `part` as a percentage of `whole` with one decimal, or `-` when there is no whole.
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".to_owned();
+    }
+    format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+}
+
+/// A string from the profile, with control characters escaped: names come from the profiled
+/// program's metadata and must not be able to move the cursor or recolour the terminal.
+pub struct Clean<'a>(pub &'a str);
+
+impl fmt::Display for Clean<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The command as a user could paste it into a POSIX shell: arguments that need it are
+/// single-quoted.
+pub fn command_line(args: &[String]) -> String {
+    let quote = |arg: &String| {
+        let plain = !arg.is_empty() && arg.chars().all(|c| c.is_alphanumeric() || "-_./=:,+@%".contains(c));
+        if plain { arg.clone() } else { format!("'{}'", arg.replace('\'', r"'\''")) }
+    };
+    args.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_a_readable_unit() {
+        let cases = [
+            (0, "0 ns"),
+            (999, "999 ns"),
+            (1_000, "1.00 µs"),
+            (1_259, "1.25 µs"),
+            (12_345, "12.3 µs"),
+            (999_999, "999.9 µs"),
+            (4_567_000, "4.56 ms"),
+            (456_789_000, "456.7 ms"),
+            (2_050_000_000, "2.05 s"),
+            (3_600_000_000_000, "3600.0 s"),
+        ];
+        for (ns, text) in cases {
+            assert_eq!(duration(ns), text);
+        }
+    }
+
+    #[test]
+    fn counts_percentages_and_names() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_000), "1,000");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(percent(1, 3), "33.3%");
+        assert_eq!(percent(1, 0), "-");
+        assert_eq!(Clean("a\u{1b}[31mb\n").to_string(), "a\\u{1b}[31mb\\n");
+    }
+
+    #[test]
+    fn command_lines_are_quoted_for_a_shell() {
+        let args = ["dotnet", "app.dll", "two words", "it's", ""].map(String::from);
+        assert_eq!(command_line(&args), r#"dotnet app.dll 'two words' 'it'\''s' ''"#);
+    }
+}

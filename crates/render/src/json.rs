@@ -1,0 +1,245 @@
+//! The `sonde.report/1` JSON contract: one object with the run facts and three flat arrays
+//! (threads, methods, nodes) whose ids are their indices.
+//!
+//! The structs below are the contract, field for field and in order; they borrow from the
+//! profile so that nothing is copied, and the arrays are produced by iterators while
+//! `serde_json` writes them, so a profile of millions of nodes streams in constant memory. They
+//! are deliberately separate from the model's own serde derives: a change to the model must not
+//! silently change the report.
+//!
+//! Every element of the three arrays goes on its own line (see [`LineFormatter`]): the output
+//! stays compact for programs yet diffs line by line in golden tests and code review.
+
+use std::io::{self, BufWriter, Write};
+
+use serde::{Serialize, Serializer};
+use serde_json::ser::{CompactFormatter, Formatter};
+use sonde_profile::{Analysis, Profile, thread_totals};
+
+use crate::Renderer;
+
+/// The value of the report's `schema` key. A consumer checks it before reading anything else;
+/// an incompatible change to the contract gets a new number.
+pub const SCHEMA: &str = "sonde.report/1";
+
+/// Renders the `sonde.report/1` JSON contract.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonRenderer;
+
+impl Renderer for JsonRenderer {
+    fn render(&self, profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+        crate::check(profile)?;
+        let analysis = Analysis::new(profile);
+        let threads = thread_totals(profile);
+        let run = &profile.run;
+        let report = Report {
+            schema: SCHEMA,
+            mode: run.mode.as_str(),
+            timing: run.timing.map(|t| t.as_str()),
+            runtime: RuntimeView { kind: &run.runtime.kind, version: &run.runtime.version },
+            command: &run.command,
+            pid: run.pid,
+            exit_code: run.exit_code,
+            wall_ns: run.wall_ns,
+            sample_interval_ns: run.sample_interval_ns,
+            compensation: run.compensation.map(|c| CompensationView {
+                inner_ns_per_call: c.inner_ns_per_call,
+                outer_ns_per_call: c.outer_ns_per_call,
+            }),
+            incomplete: run.incomplete,
+            lost: run.lost,
+            threads: Seq(|| {
+                profile.threads.iter().zip(&threads).enumerate().map(|(id, (t, sums))| ThreadView {
+                    id,
+                    pid: run.pid,
+                    os_tid: t.os_tid,
+                    name: t.name.as_deref(),
+                    calls: sums.calls,
+                    samples: sums.self_samples,
+                    wall_ns: t.wall_ns,
+                    cpu_ns: t.cpu_user_ns.saturating_add(t.cpu_kernel_ns),
+                    cpu_user_ns: t.cpu_user_ns,
+                    cpu_kernel_ns: t.cpu_kernel_ns,
+                })
+            }),
+            methods: Seq(|| {
+                profile.methods.iter().zip(analysis.methods()).enumerate().map(|(id, (m, s))| MethodView {
+                    id,
+                    name: &m.name,
+                    signature: &m.signature,
+                    assembly: &m.assembly,
+                    module: &m.module,
+                    calls: s.calls,
+                    self_ns: s.self_ns,
+                    total_ns: s.total_ns,
+                    self_samples: s.self_samples,
+                    total_samples: s.total_samples,
+                })
+            }),
+            nodes: Seq(|| {
+                profile.nodes.iter().enumerate().map(|(id, n)| NodeView {
+                    id,
+                    thread: n.thread,
+                    parent: n.parent,
+                    method: n.method,
+                    calls: n.calls,
+                    self_ns: n.self_ns,
+                    total_ns: n.total_ns,
+                    self_samples: n.self_samples,
+                    total_samples: n.total_samples,
+                })
+            }),
+        };
+        let mut out = BufWriter::new(out);
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, LineFormatter::default());
+        report.serialize(&mut ser)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    }
+}
+
+#[derive(Serialize)]
+struct Report<'a, T, M, N> {
+    schema: &'static str,
+    mode: &'static str,
+    timing: Option<&'static str>,
+    runtime: RuntimeView<'a>,
+    command: &'a [String],
+    pid: u32,
+    exit_code: Option<i32>,
+    wall_ns: u64,
+    sample_interval_ns: u64,
+    compensation: Option<CompensationView>,
+    incomplete: bool,
+    lost: u64,
+    threads: T,
+    methods: M,
+    nodes: N,
+}
+
+#[derive(Serialize)]
+struct RuntimeView<'a> {
+    kind: &'a str,
+    version: &'a str,
+}
+
+#[derive(Serialize)]
+struct CompensationView {
+    inner_ns_per_call: f64,
+    outer_ns_per_call: f64,
+}
+
+#[derive(Serialize)]
+struct ThreadView<'a> {
+    id: usize,
+    pid: u32,
+    os_tid: u32,
+    name: Option<&'a str>,
+    calls: u64,
+    samples: u64,
+    wall_ns: u64,
+    cpu_ns: u64,
+    cpu_user_ns: u64,
+    cpu_kernel_ns: u64,
+}
+
+#[derive(Serialize)]
+struct MethodView<'a> {
+    id: usize,
+    name: &'a str,
+    signature: &'a str,
+    assembly: &'a str,
+    module: &'a str,
+    calls: u64,
+    self_ns: u64,
+    total_ns: u64,
+    self_samples: u64,
+    total_samples: u64,
+}
+
+#[derive(Serialize)]
+struct NodeView {
+    id: usize,
+    thread: u32,
+    parent: Option<u32>,
+    method: u32,
+    calls: u64,
+    self_ns: u64,
+    total_ns: u64,
+    self_samples: u64,
+    total_samples: u64,
+}
+
+/// A JSON array produced on demand from an iterator, so it is never collected.
+struct Seq<F>(F);
+
+impl<F, I> Serialize for Seq<F>
+where
+    F: Fn() -> I,
+    I: IntoIterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq((self.0)())
+    }
+}
+
+/// Compact JSON, except that each top-level key, and each object in a top-level array, starts a
+/// new line.
+#[derive(Default)]
+struct LineFormatter {
+    /// Open containers, innermost last; for arrays, whether an object was written in them.
+    open: Vec<Container>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Container {
+    Object,
+    Array { had_objects: bool },
+}
+
+impl LineFormatter {
+    /// Directly inside an array that is a value of the top-level object.
+    fn in_top_level_array(&self) -> bool {
+        matches!(self.open.as_slice(), [Container::Object, Container::Array { .. }])
+    }
+}
+
+impl Formatter for LineFormatter {
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.in_top_level_array() {
+            self.open[1] = Container::Array { had_objects: true };
+            w.write_all(b"\n")?;
+        }
+        self.open.push(Container::Object);
+        w.write_all(b"{")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        CompactFormatter.begin_object_key(w, first)?;
+        if self.open.len() == 1 {
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open.pop();
+        if self.open.is_empty() {
+            w.write_all(b"\n")?;
+        }
+        w.write_all(b"}")
+    }
+
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open.push(Container::Array { had_objects: false });
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.open.pop() == Some(Container::Array { had_objects: true }) && self.open.len() == 1 {
+            w.write_all(b"\n")?;
+        }
+        w.write_all(b"]")
+    }
+}

@@ -1,0 +1,97 @@
+//! Renderers: every output format of a Sonde report, behind one small trait.
+//!
+//! # Design constraints
+//!
+//! A renderer sees only the runtime-independent [`Profile`] model and streams to a
+//! [`Write`](std::io::Write): no format builds its whole output in memory, because a traced
+//! profile can have millions of nodes. All aggregation (recursion-aware totals, callers and
+//! callees) comes from [`sonde_profile::analysis`], so every format reports the same numbers.
+//! A profile that fails [`Profile::validate`] is refused with an `InvalidData` error, never a
+//! panic. No `unsafe` code.
+
+#![forbid(unsafe_code)]
+
+pub mod fmt;
+mod json;
+mod text;
+
+use std::io;
+use std::str::FromStr;
+
+use sonde_profile::Profile;
+
+pub use json::{JsonRenderer, SCHEMA};
+pub use text::TextRenderer;
+
+/// One output format.
+pub trait Renderer {
+    fn render(&self, profile: &Profile, out: &mut dyn io::Write) -> io::Result<()>;
+}
+
+/// The formats a user can ask for by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Header, hot-methods table, hot path and call graph, for people.
+    Text,
+    /// The `sonde.report/1` JSON contract, for programs.
+    Json,
+}
+
+impl Format {
+    pub const ALL: [Format; 2] = [Format::Text, Format::Json];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A format name that is not one of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format {0:?} (expected text or json)")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
+        Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(s)).ok_or_else(|| UnknownFormat(s.to_owned()))
+    }
+}
+
+/// The renderer for `format`.
+pub fn renderer(format: Format) -> Box<dyn Renderer> {
+    match format {
+        Format::Text => Box::new(TextRenderer),
+        Format::Json => Box::new(JsonRenderer),
+    }
+}
+
+/// Renderers index the model's arrays by id, so an inconsistent profile is refused up front.
+fn check(profile: &Profile) -> io::Result<()> {
+    profile.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("invalid profile: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_by_name() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>(), Ok(f));
+            assert_eq!(f.to_string(), f.name());
+        }
+        assert_eq!("JSON".parse::<Format>(), Ok(Format::Json));
+        let err = "html".parse::<Format>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown report format \"html\" (expected text or json)");
+    }
+}

