@@ -78,9 +78,13 @@ pub struct CallTree {
     overflow_depth: AtomicU32,
     /// Calls not recorded because the tree was full.
     pub lost: AtomicU64,
-    cache_keys: Box<[AtomicU64]>,
-    cache_nodes: Box<[AtomicU32]>,
+    /// Fixed-size arrays: indexing them with a masked slot needs no bounds check, so the fast
+    /// paths contain no panic branch.
+    cache_keys: Box<[AtomicU64; CACHE_SIZE]>,
+    cache_nodes: Box<[AtomicU32; CACHE_SIZE]>,
 }
+
+const CACHE_SIZE: usize = 1 << CACHE_BITS;
 
 impl Default for CallTree {
     fn default() -> Self {
@@ -92,15 +96,16 @@ impl Default for CallTree {
 #[inline(always)]
 fn locate(index: u32) -> (usize, usize) {
     let i = index as u64 + FIRST_CHUNK as u64;
-    let bits = 63 - i.leading_zeros();
-    let chunk = (bits - FIRST_CHUNK_BITS) as usize;
-    (chunk, (i - (1u64 << bits)) as usize)
+    // i >= 64, so these never wrap; wrapping ops keep panic branches out of the fast paths.
+    let bits = 63u32.wrapping_sub(i.leading_zeros());
+    let chunk = bits.wrapping_sub(FIRST_CHUNK_BITS) as usize;
+    (chunk, i.wrapping_sub(1u64 << bits) as usize)
 }
 
 #[inline(always)]
 fn cache_slot(parent: u32, method: u32) -> (usize, u64) {
     let key = (u64::from(parent) << 32) | u64::from(method);
-    let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_BITS)) as usize;
+    let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_BITS)) as usize & (CACHE_SIZE - 1);
     (slot, key)
 }
 
@@ -112,8 +117,8 @@ impl CallTree {
             current: AtomicU32::new(ROOT),
             overflow_depth: AtomicU32::new(0),
             lost: AtomicU64::new(0),
-            cache_keys: (0..1 << CACHE_BITS).map(|_| AtomicU64::new(u64::MAX)).collect(),
-            cache_nodes: (0..1 << CACHE_BITS).map(|_| AtomicU32::new(NIL)).collect(),
+            cache_keys: Box::new([const { AtomicU64::new(u64::MAX) }; CACHE_SIZE]),
+            cache_nodes: Box::new([const { AtomicU32::new(NIL) }; CACHE_SIZE]),
         };
         let root = tree.push(NIL, NO_METHOD);
         debug_assert_eq!(root, Some(ROOT));
@@ -182,6 +187,48 @@ impl CallTree {
         self.cache_keys[slot].store(key, Relaxed);
         self.cache_nodes[slot].store(index, Relaxed);
         Some(index)
+    }
+
+    /// The common case of [`enter`](Self::enter): the thread is not in overflow and the child
+    /// node is in the cache. Returns false, having changed nothing, when the full path is needed.
+    /// `clock` is read only once the call is sure to be recorded, as late as possible.
+    ///
+    /// This and [`leave_fast`](Self::leave_fast) run without the caller's vector registers saved
+    /// (see `hooks`): they must stay integer-only, call nothing and have no panic branch — the
+    /// `fast_paths_are_leaf_integer_code` test checks the compiled code.
+    #[inline(always)]
+    pub fn enter_fast(&self, method: u32, clock: impl FnOnce() -> u64) -> bool {
+        if self.overflow_depth.load(Relaxed) != 0 {
+            return false;
+        }
+        let (slot, key) = cache_slot(self.current.load(Relaxed), method);
+        if self.cache_keys[slot].load(Relaxed) != key {
+            return false;
+        }
+        let index = self.cache_nodes[slot].load(Relaxed);
+        let Some(node) = self.node(index) else { return false };
+        bump(&node.calls, 1);
+        node.enter_tick.store(clock(), Relaxed);
+        self.current.store(index, Relaxed);
+        true
+    }
+
+    /// The common case of [`leave`](Self::leave): `method` is the current node's. Returns false,
+    /// having changed nothing, when the full path is needed.
+    #[inline(always)]
+    pub fn leave_fast(&self, method: u32, clock: impl FnOnce() -> u64) -> bool {
+        let tick = clock();
+        if self.overflow_depth.load(Relaxed) != 0 {
+            return false;
+        }
+        let current = self.current.load(Relaxed);
+        let Some(node) = self.node(current) else { return false };
+        if current == ROOT || node.method.load(Relaxed) != method {
+            return false;
+        }
+        bump(&node.total_ticks, tick.wrapping_sub(node.enter_tick.load(Relaxed)));
+        self.current.store(node.parent.load(Relaxed), Relaxed);
+        true
     }
 
     /// A call to `method` starts at `tick` (0 when time is not measured).

@@ -79,7 +79,15 @@ impl ProfilerCallback for Profiler {
         })?;
 
         let timed = config.timing == Timing::Exact;
-        let hook_set = hooks::hooks(timed);
+        let floor = match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
+            Ok("empty") => Some(hooks::Floor::Empty),
+            Ok("clock") => Some(hooks::Floor::Clock),
+            _ => None,
+        };
+        if let Some(floor) = floor {
+            log!("benchmark floor hooks: {floor:?}; nothing is recorded");
+        }
+        let hook_set = floor.map_or_else(|| hooks::hooks(timed), hooks::floor_hooks);
         let mut mask = COR_PRF_MONITOR_ENTERLEAVE
             | COR_PRF_DISABLE_INLINING
             | COR_PRF_MONITOR_EXCEPTIONS

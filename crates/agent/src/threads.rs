@@ -6,7 +6,6 @@
 
 use crate::calltree::CallTree;
 use crate::clock;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Mutex, MutexGuard};
@@ -60,14 +59,87 @@ impl std::ops::DerefMut for RegistryGuard {
     }
 }
 
-thread_local! {
-    static CURRENT: Cell<Option<&'static ThreadState>> = const { Cell::new(None) };
+/// The thread-local slot holding this thread's `&'static ThreadState` (or null).
+///
+/// On x86-64 it is an initial-exec TLS variable declared in assembly: the hook trampolines read
+/// it with two instructions (`mov` from the GOT, `mov` from `fs:`), where a Rust `thread_local!`
+/// in a shared library goes through `__tls_get_addr` — a call that costs several ns and, on a
+/// thread's first access, allocates (and may clobber vector registers the hooks must preserve).
+/// The price: the library needs 8 bytes of static TLS, which glibc reserves for `dlopen`ed
+/// libraries (`glibc.rtld.optional_static_tls`, 512 bytes by default).
+#[cfg(target_arch = "x86_64")]
+pub mod slot {
+    use super::ThreadState;
+
+    core::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl sonde_thread_state",
+        ".hidden sonde_thread_state",
+        ".type sonde_thread_state, @object",
+        ".size sonde_thread_state, 8",
+        "sonde_thread_state:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub fn get() -> *const ThreadState {
+        let state: *const ThreadState;
+        // SAFETY: reads this thread's own 8-byte TLS slot through its GOT-held offset.
+        unsafe {
+            core::arch::asm!(
+                "mov {p}, qword ptr [rip + sonde_thread_state@GOTTPOFF]",
+                "mov {p}, qword ptr fs:[{p}]",
+                p = out(reg) state,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        state
+    }
+
+    pub fn set(state: *const ThreadState) {
+        // SAFETY: writes this thread's own 8-byte TLS slot.
+        unsafe {
+            core::arch::asm!(
+                "mov {t}, qword ptr [rip + sonde_thread_state@GOTTPOFF]",
+                "mov qword ptr fs:[{t}], {p}",
+                t = out(reg) _,
+                p = in(reg) state,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub mod slot {
+    use super::ThreadState;
+    
+    thread_local! {
+        static CURRENT: Cell<*const ThreadState> = const { Cell::new(std::ptr::null()) };
+    }
+
+    pub fn get() -> *const ThreadState {
+        CURRENT.with(Cell::get)
+    }
+
+    pub fn set(state: *const ThreadState) {
+        CURRENT.with(|c| c.set(state))
+    }
+}
+
+/// This thread's state, if it has one.
+#[inline(always)]
+pub fn current_if_any() -> Option<&'static ThreadState> {
+    // SAFETY: the slot only ever holds null or a leaked (never freed) ThreadState.
+    unsafe { slot::get().as_ref() }
 }
 
 /// This thread's state, creating and registering it on first use.
 #[inline(always)]
 pub fn current() -> &'static ThreadState {
-    match CURRENT.with(Cell::get) {
+    match current_if_any() {
         Some(state) => state,
         None => register_current(),
     }
@@ -81,16 +153,17 @@ fn register_current() -> &'static ThreadState {
     registry.threads.push(state);
     registry.by_tid.insert(os_tid, state);
     drop(registry);
-    CURRENT.with(|c| c.set(Some(state)));
+    slot::set(state);
     state
 }
 
 /// Runs `f` with this thread's hooks recording into `state`, which is not registered (used by the
 /// hook-cost calibration so its fake calls never reach a profile).
 pub fn with_private_state<R>(state: &'static ThreadState, f: impl FnOnce() -> R) -> R {
-    let previous = CURRENT.with(|c| c.replace(Some(state)));
+    let previous = slot::get();
+    slot::set(state);
     let result = f();
-    CURRENT.with(|c| c.set(previous));
+    slot::set(previous);
     result
 }
 
@@ -152,11 +225,12 @@ mod tests {
 
     #[test]
     fn reads_this_threads_cpu_time() {
+        // Spin for a few scheduler ticks: the kernel accounts run time at ticks and switches.
+        let start = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..5_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        while start.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
         }
-        std::hint::black_box(x);
         let cpu = cpu_times(gettid()).unwrap();
         assert!(cpu.user_ns + cpu.kernel_ns > 0);
     }

@@ -1,0 +1,452 @@
+//! End-to-end tests: `sonde record` on real .NET 8 programs (tests/apps/*.cs, compiled with mcs),
+//! then `sonde report`. They need `SONDE_DOTNET` and `SONDE_MCS` (see `support`), and FAIL when
+//! those are missing.
+
+mod support;
+
+use serde_json::Value;
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+use support::*;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("sonde-it-").tempdir().expect("cannot create a temp dir")
+}
+
+/// The run facts every real recording must have.
+fn assert_run_facts(report: &Value, timing: &str) {
+    assert_eq!(report["schema"], "sonde.report/1");
+    assert_eq!(report["mode"], "tracing");
+    assert_eq!(report["timing"], timing);
+    assert_eq!(report["runtime"]["kind"], "coreclr");
+    let version = str_of(&report["runtime"], "version");
+    assert!(version.starts_with("8."), "runtime.version is {version:?}, expected 8.x");
+    assert!(u64_of(report, "wall_ns") > 0, "wall_ns is 0");
+    assert!(u64_of(report, "pid") > 0, "pid is 0");
+}
+
+fn method_names(report: &Value) -> Vec<String> {
+    arr(report, "methods").iter().map(|m| str_of(m, "name").to_string()).collect()
+}
+
+/// Records Calls.exe with `opts` and checks everything that does not depend on the timing.
+fn record_calls_exactly(opts: &[&str], timing: &str) -> Value {
+    let direct = run_app("Calls", &[]);
+    assert_eq!(direct.code(), 0, "Calls.exe failed on its own:\n{}", direct.describe());
+    let expected = expected_calls(&direct.stdout_str());
+
+    let dir = tmp();
+    let file = dir.path().join("p.sonde");
+    let out = record_app(&file, opts, "Calls", &[]);
+    assert_eq!(out.code(), 0, "sonde record {opts:?} -- Calls.exe:\n{}", out.describe());
+    assert_eq!(
+        out.stdout_str(),
+        direct.stdout_str(),
+        "the program's stdout under sonde differs from its stdout without sonde"
+    );
+    assert_eq!(out.stdout, direct.stdout, "stdout is not byte-identical");
+    assert_stderr_passes_through(&out.stderr, &direct.stderr);
+    assert!(
+        out.stderr_str().lines().any(|l| l.starts_with("sonde: ") && l.contains("p.sonde")),
+        "sonde's summary does not say where the profile went:\n{}",
+        out.describe()
+    );
+
+    let report = report_json(&file);
+    assert_run_facts(&report, timing);
+    assert_eq!(report["exit_code"], 0);
+    assert_eq!(report["incomplete"], false, "a clean exit must give a complete profile");
+    assert_eq!(report["lost"], 0);
+    assert_calls(&report, &expected, &format!("Calls.exe {opts:?}"));
+    check_invariants(&report);
+
+    // Main + 4 workers, and the threads' calls account for every node.
+    let threads = arr(&report, "threads");
+    assert!(threads.len() >= 5, "expected at least 5 threads (main + 4 workers), got {}", threads.len());
+    let thread_calls: u64 = threads.iter().map(|t| u64_of(t, "calls")).sum();
+    let node_calls: u64 = arr(&report, "nodes").iter().map(|n| u64_of(n, "calls")).sum();
+    assert_eq!(thread_calls, node_calls, "threads' calls != nodes' calls");
+    let workers = threads.iter().filter(|t| u64_of(t, "calls") == 1 + 10_000).count();
+    assert_eq!(workers, 4, "expected 4 worker threads with Run + 10,000 Step calls each: {threads:#?}");
+
+    // Unicode names survive intact (not escaped, mangled or lossy-decoded).
+    let names = method_names(&report);
+    for name in ["Acme.Ünïcødé.Grüße", "Acme.Ünïcødé.計算"] {
+        assert!(names.iter().any(|n| n == name), "{name} is missing from the methods: {names:?}");
+    }
+    report
+}
+
+#[test]
+fn calls_are_exact() {
+    let report = record_calls_exactly(&[], "exact");
+    let comp = &report["compensation"];
+    assert!(comp.is_object(), "exact timing should report its hook-cost compensation: {comp}");
+    assert_eq!(report["sample_interval_ns"], 0);
+    let total: u64 =
+        arr(&report, "nodes").iter().filter(|n| n["parent"].is_null()).map(|n| u64_of(n, "total_ns")).sum();
+    assert!(total > 0, "exact timing measured no time at all");
+}
+
+#[test]
+fn exact_times_add_up() {
+    // KNOWN BUG (minor, reported to the lead): assemble.rs rounds each node's self and total
+    // time separately (`self_ns.round()`, `total[i].round()`), so in integer nanoseconds a node's
+    // total differs from self + children's totals by rounding, and a recursive method's summed
+    // self time can exceed its recursion-aware total by a few ns (seen: Acme.Node`1.Length self
+    // 2782 ns, total 2778 ns). Rounding the totals first and deriving self = total - children's
+    // (rounded) totals in integers would make both hold exactly.
+    let dir = tmp();
+    let file = dir.path().join("p.sonde");
+    let out = record_app(&file, &[], "Calls", &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    check_invariants(&report);
+    let violations = exact_additivity_violations(&report);
+    assert!(
+        violations.is_empty(),
+        "{} time(s) do not add up exactly; the first ones:\n{}",
+        violations.len(),
+        violations.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+#[test]
+fn timing_sampled_keeps_counts_exact() {
+    let report = record_calls_exactly(&["--timing", "sampled", "--interval-us", "200"], "sampled");
+    assert_eq!(u64_of(&report, "sample_interval_ns"), 200_000, "the sampler period is not the one asked for");
+    assert!(report["compensation"].is_null(), "sampled timing has no hook cost to compensate");
+    let samples: u64 = arr(&report, "nodes").iter().map(|n| u64_of(n, "self_samples")).sum();
+    assert!(samples > 0, "no samples at all with a 200 µs sampler over Calls.exe");
+    let sampled_ns: u64 = arr(&report, "nodes").iter().map(|n| u64_of(n, "self_ns")).sum();
+    assert!(sampled_ns > 0, "samples were taken but no time was attributed");
+    // Sampled times are integer sums of whole samples: they must add up exactly.
+    let violations = exact_additivity_violations(&report);
+    assert!(violations.is_empty(), "sampled times do not add up:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn exit_code_and_output_pass_through() {
+    let direct = run_app("ExitCode", &["7"]);
+    assert_eq!(direct.code(), 7, "ExitCode.exe 7 on its own:\n{}", direct.describe());
+    assert_eq!(direct.stderr_str(), "stderr: exiting with code 7\n");
+
+    let dir = tmp();
+    let file = dir.path().join("p.sonde");
+    let out = record_app(&file, &[], "ExitCode", &["7"]);
+    assert_eq!(out.code(), 7, "sonde must exit with the program's code:\n{}", out.describe());
+    assert_eq!(out.stdout, direct.stdout, "stdout differs under sonde:\n{}", out.describe());
+    assert!(out.stdout_str().starts_with("stdout: exiting with code 7\n"));
+    assert_stderr_passes_through(&out.stderr, &direct.stderr);
+
+    let report = report_json(&file);
+    assert_run_facts(&report, "exact");
+    assert_eq!(report["exit_code"], 7);
+    assert_eq!(report["incomplete"], false);
+    assert_calls(&report, &expected_calls(&direct.stdout_str()), "ExitCode.exe 7");
+    check_invariants(&report);
+}
+
+#[test]
+fn filters() {
+    let direct = run_app("Calls", &[]);
+    let expected = expected_calls(&direct.stdout_str());
+    let dir = tmp();
+
+    // --exclude removes exactly that method and leaves the others' counts alone.
+    let file = dir.path().join("exclude.sonde");
+    let out = record_app(&file, &["--exclude", "Acme.Calls.Fib"], "Calls", &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    check_invariants(&report);
+    let names = method_names(&report);
+    assert!(!names.iter().any(|n| n == "Acme.Calls.Fib"), "excluded Acme.Calls.Fib was recorded");
+    let others: Vec<(String, u64)> = expected.iter().filter(|(n, _)| n != "Acme.Calls.Fib").cloned().collect();
+    assert_calls(&report, &others, "Calls.exe --exclude Acme.Calls.Fib");
+
+    // --include restricts tracing to the matching methods.
+    let file = dir.path().join("include.sonde");
+    let out = record_app(&file, &["--include", "Acme.Worker.*"], "Calls", &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    check_invariants(&report);
+    let names = method_names(&report);
+    let recorded: Vec<&String> =
+        names.iter().zip(arr(&report, "methods")).filter(|(_, m)| u64_of(m, "calls") > 0).map(|(n, _)| n).collect();
+    assert!(!recorded.is_empty(), "--include 'Acme.Worker.*' recorded nothing");
+    for name in &names {
+        assert!(name.starts_with("Acme.Worker."), "--include 'Acme.Worker.*' recorded {name}");
+    }
+    let workers: Vec<(String, u64)> = expected.iter().filter(|(n, _)| n.starts_with("Acme.Worker.")).cloned().collect();
+    assert_eq!(workers.len(), 3, "Calls.exe should expect Worker..ctor, Run and Step: {expected:?}");
+    assert_calls(&report, &workers, "Calls.exe --include Acme.Worker.*");
+
+    // --all traces the framework too, without disturbing the program's own counts.
+    let direct = run_app("ExitCode", &["0"]);
+    let file = dir.path().join("all.sonde");
+    let out = record_app(&file, &["--all"], "ExitCode", &["0"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert_eq!(out.stdout, direct.stdout);
+    let report = report_json(&file);
+    check_invariants(&report);
+    let names = method_names(&report);
+    assert!(names.iter().any(|n| n.starts_with("System.")), "--all recorded no System.* method: {names:?}");
+    assert_calls(&report, &expected_calls(&direct.stdout_str()), "ExitCode.exe with --all");
+}
+
+#[test]
+fn crash_keeps_data() {
+    // KNOWN BUG (reported to the lead): Crash.exe runs ~0.3 s, shorter than the controller's 1 s
+    // snapshot period, and the agent sends nothing when the runtime aborts on the unhandled
+    // exception; so `sonde record` says "nothing recorded: the agent connected but sent no data"
+    // and writes no file. This test asserts the intended behaviour and fails until that is fixed.
+    let direct = run_app("Crash", &[]);
+    assert_eq!(direct.code(), 134, "Crash.exe on its own should die by SIGABRT:\n{}", direct.describe());
+    let expected = expected_calls(&direct.stdout_str());
+
+    let dir = tmp();
+    let file = dir.path().join("crash.sonde");
+    let out = record_app(&file, &[], "Crash", &[]);
+    assert_eq!(out.code(), 134, "sonde must exit with the target's code (128 + SIGABRT):\n{}", out.describe());
+    assert_eq!(out.stdout, direct.stdout, "stdout differs under sonde");
+    assert!(
+        out.stderr_str().contains("Unhandled exception. Acme.CrashTestException"),
+        "the runtime's crash report did not pass through:\n{}",
+        out.describe()
+    );
+    assert!(
+        file.is_file(),
+        "no profile was written for a program that crashed (the data it produced before crashing is lost):\n{}",
+        out.describe()
+    );
+    let report = report_json(&file);
+    assert_run_facts(&report, "exact");
+    check_invariants(&report);
+    assert_eq!(report["incomplete"], true, "a crashed process cannot have sent its final snapshot");
+    // Everything up to the crash has happened by the time the program printed its expect lines.
+    let prepare: Vec<(String, u64)> = expected.iter().filter(|(n, _)| n == "Acme.Crash.Prepare").cloned().collect();
+    assert_eq!(prepare, [("Acme.Crash.Prepare".to_string(), 5)]);
+    assert_calls(&report, &prepare, "Crash.exe");
+}
+
+#[test]
+fn ctrl_c_keeps_data() {
+    // KNOWN BUG (reported to the lead): on SIGINT the .NET runtime dies at once (no shutdown
+    // callback, so no final snapshot), and sonde's "snapshot now" request arrives too late; so a
+    // program interrupted before the first periodic snapshot (1 s) leaves no profile at all, and
+    // one interrupted later loses everything after its last periodic snapshot.
+    let dir = tmp();
+    let file = dir.path().join("sleeper.sonde");
+    let mut args = record_args(&file, &[], &app_command("Sleeper", &[]));
+    args.insert(0, OsString::from("-v"));
+    let mut sonde = Running::spawn(sonde(), &args);
+    sonde.wait_for_line("ready", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    // Ctrl-C in a terminal: SIGINT to the whole foreground process group.
+    kill_group(sonde.pid(), libc::SIGINT);
+    let interrupted = Instant::now();
+    let out = sonde.wait(Duration::from_secs(10));
+    assert!(interrupted.elapsed() < Duration::from_secs(5), "sonde took {:?} to exit", interrupted.elapsed());
+    assert_eq!(out.code(), 130, "sonde must exit with the target's code (128 + SIGINT):\n{}", out.describe());
+    assert!(!out.stdout_str().contains("done ticks="), "Sleeper.exe finished instead of being interrupted");
+    assert!(file.is_file(), "no profile was written after Ctrl-C:\n{}", out.describe());
+    let report = report_json(&file);
+    assert_run_facts(&report, "exact");
+    check_invariants(&report);
+    let calls = calls_by_name(&report);
+    let ticks = calls.get("Acme.Sleeper.Tick").copied().unwrap_or(0);
+    // ~300 ms of 20 ms ticks is ~15 calls; at least 5 must be in the profile.
+    assert!(ticks >= 5, "Acme.Sleeper.Tick recorded {ticks} times after ~300 ms of running: {calls:?}");
+}
+
+#[test]
+fn sigterm_is_forwarded() {
+    // SIGTERM to sonde alone (as `kill <pid>` or a service manager would send it): sonde passes
+    // it on, .NET shuts down cleanly (its shutdown callback runs), so the profile is complete.
+    let dir = tmp();
+    let file = dir.path().join("term.sonde");
+    let mut sonde = Running::spawn(sonde(), &record_args(&file, &[], &app_command("Sleeper", &[])));
+    sonde.wait_for_line("ready", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = libc::pid_t::try_from(sonde.pid()).expect("pid out of range");
+    // SAFETY: kill(2) only sends SIGTERM to the sonde process this test started; no memory is touched.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let out = sonde.wait(Duration::from_secs(10));
+    assert_eq!(out.code(), 143, "sonde must exit with the target's code (128 + SIGTERM):\n{}", out.describe());
+    assert!(file.is_file(), "no profile was written after SIGTERM:\n{}", out.describe());
+    let report = report_json(&file);
+    assert_run_facts(&report, "exact");
+    check_invariants(&report);
+    assert_eq!(report["incomplete"], false, "a SIGTERM shuts .NET down cleanly: the final snapshot must arrive");
+    let calls = calls_by_name(&report);
+    assert_eq!(calls.get("Acme.Sleeper.Main"), Some(&1), "{calls:?}");
+    let ticks = calls.get("Acme.Sleeper.Tick").copied().unwrap_or(0);
+    assert!(ticks >= 5, "Acme.Sleeper.Tick recorded {ticks} times after ~300 ms of running: {calls:?}");
+}
+
+/// sonde's stderr must be exactly one `sonde: ...` line containing `needle`, and no panic.
+fn assert_one_error_line(out: &Output, needle: &str) {
+    let stderr = out.stderr_str();
+    assert!(!stderr.contains("panicked"), "sonde panicked:\n{}", out.describe());
+    assert_ne!(out.code(), 0, "expected a failure:\n{}", out.describe());
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected exactly one line on stderr:\n{}", out.describe());
+    assert!(lines[0].starts_with("sonde: "), "the error line does not start with `sonde: `: {:?}", lines[0]);
+    assert!(lines[0].contains(needle), "the error line does not mention {needle:?}: {:?}", lines[0]);
+}
+
+#[test]
+fn not_a_dotnet_program() {
+    let dir = tmp();
+    let file = dir.path().join("x.sonde");
+    let out = record(&file, &[], &[OsString::from("/bin/true")]);
+    assert_one_error_line(&out, "no .NET runtime loaded the agent");
+    assert!(out.stdout.is_empty(), "stdout: {}", out.describe());
+    assert!(!file.exists(), "a profile was written for a non-.NET program");
+
+    // The program's own failure code wins over sonde's generic one.
+    let out = record(&file, &[], &[OsString::from("/bin/false")]);
+    assert_one_error_line(&out, "no .NET runtime loaded the agent");
+    assert_eq!(out.code(), 1);
+
+    let out = record(&file, &[], &[OsString::from("/nonexistent/cmd")]);
+    assert_one_error_line(&out, "/nonexistent/cmd");
+    assert!(out.stderr_str().contains("not found"), "{}", out.describe());
+    assert!(!file.exists());
+}
+
+#[test]
+fn report_errors() {
+    let dir = tmp();
+    let valid = dir.path().join("valid.sonde");
+    let out = record_app(&valid, &[], "ExitCode", &["0"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let bytes = std::fs::read(&valid).expect("the valid profile");
+    assert!(bytes.len() > 16, "the profile is suspiciously small");
+
+    let write = |name: &str, data: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).expect("cannot write a test file");
+        path
+    };
+    // Deterministic pseudo-random bytes (xorshift), so a failure can be reproduced.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<u8> = (0..4096)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let mut magic_then_garbage = bytes[..8].to_vec();
+    magic_then_garbage.extend_from_slice(&random);
+    let mut flipped = bytes.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xFF;
+
+    let cases: Vec<(&str, std::path::PathBuf)> = vec![
+        ("missing", dir.path().join("missing.sonde")),
+        ("empty", write("empty.sonde", b"")),
+        ("random bytes", write("random.sonde", &random)),
+        ("magic then random bytes", write("magic.sonde", &magic_then_garbage)),
+        ("truncated by 5 bytes", write("trunc5.sonde", &bytes[..bytes.len() - 5])),
+        ("truncated by 1 byte", write("trunc1.sonde", &bytes[..bytes.len() - 1])),
+        ("cut in half", write("half.sonde", &bytes[..bytes.len() / 2])),
+        ("one byte flipped", write("flipped.sonde", &flipped)),
+        ("a directory", dir.path().to_path_buf()),
+    ];
+    for (what, path) in &cases {
+        for format in ["text", "json"] {
+            let out = sonde_cmd(&[OsString::from("report"), path.into(), "--format".into(), format.into()]);
+            assert!(out.stdout.is_empty(), "{what} ({format}): something was printed on stdout:\n{}", out.describe());
+            let name = path.file_name().expect("file name").to_string_lossy();
+            assert_one_error_line(&out, &name);
+        }
+    }
+    // The intact file still loads.
+    let report = report_json(&valid);
+    assert_eq!(report["schema"], "sonde.report/1");
+}
+
+#[test]
+fn several_processes() {
+    let calls = run_app("Calls", &[]);
+    let exit = run_app("ExitCode", &["3"]);
+    let dir = tmp();
+    let file = dir.path().join("multi.sonde");
+    let script = r#""$0" "$1" >/dev/null; "$0" "$2" 3 >/dev/null"#;
+    let command: Vec<OsString> =
+        vec!["sh".into(), "-c".into(), script.into(), dotnet().into(), app("Calls").into(), app("ExitCode").into()];
+    let out = record(&file, &[], &command);
+    assert_eq!(out.code(), 3, "sonde must exit with sh's code (ExitCode.exe's 3):\n{}", out.describe());
+    assert!(!file.exists(), "with two .NET processes there must be no plain multi.sonde");
+    let files = sonde_files(dir.path());
+    assert_eq!(files.len(), 2, "expected two multi.<pid>.sonde files, found {files:?}\n{}", out.describe());
+
+    let mut seen = Vec::new();
+    for path in &files {
+        let name = path.file_name().expect("file name").to_string_lossy().into_owned();
+        let pid: u64 = name
+            .strip_prefix("multi.")
+            .and_then(|s| s.strip_suffix(".sonde"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{name} is not multi.<pid>.sonde"));
+        let report = report_json(path);
+        assert_run_facts(&report, "exact");
+        check_invariants(&report);
+        assert_eq!(u64_of(&report, "pid"), pid, "{name}: the file name's pid is not the profile's");
+        assert_eq!(report["incomplete"], false, "{name}: a cleanly exiting process gave an incomplete profile");
+        let names = method_names(&report);
+        if names.iter().any(|n| n == "Acme.Calls.Main") {
+            assert_calls(&report, &expected_calls(&calls.stdout_str()), &name);
+            assert!(!names.iter().any(|n| n.starts_with("Acme.ExitCode.")), "{name} mixes the two processes");
+            seen.push("Calls");
+        } else if names.iter().any(|n| n == "Acme.ExitCode.Main") {
+            assert_calls(&report, &expected_calls(&exit.stdout_str()), &name);
+            assert!(!names.iter().any(|n| n.starts_with("Acme.Calls.")), "{name} mixes the two processes");
+            seen.push("ExitCode");
+        } else {
+            panic!("{name} holds neither Calls.exe nor ExitCode.exe: {names:?}");
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["Calls", "ExitCode"]);
+    // ExitCode.exe's stderr line passes through sh and sonde.
+    assert!(out.stderr_str().starts_with("stderr: exiting with code 3\n"), "{}", out.describe());
+}
+
+#[test]
+fn text_report() {
+    let dir = tmp();
+    let file = dir.path().join("p.sonde");
+    let out = record_app(&file, &[], "Calls", &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+
+    let text = report_text(&file);
+    assert_eq!(text.code(), 0, "{}", text.describe());
+    assert!(text.stderr.is_empty(), "sonde report wrote to stderr:\n{}", text.describe());
+    let stdout = text.stdout_str();
+    assert!(stdout.contains("Hot methods by self time"), "no hot-methods header:\n{stdout}");
+    assert!(stdout.contains("Acme.Calls.Fib"), "Acme.Calls.Fib missing:\n{stdout}");
+    assert!(stdout.contains("coreclr 8."), "runtime missing:\n{stdout}");
+    // Its row (in the hot list or, when its self time is tiny, in the call graph) shows its calls.
+    assert!(
+        stdout.lines().any(|l| l.contains("Acme.Calls.Fib") && l.contains(" 21,891 ")),
+        "no line shows Acme.Calls.Fib with its 21,891 calls:\n{stdout}"
+    );
+
+    // `-o FILE` writes the same report as stdout.
+    for format in ["text", "json"] {
+        let to = dir.path().join(format!("report.{format}"));
+        let args =
+            [OsString::from("report"), file.clone().into(), "-f".into(), format.into(), "-o".into(), to.clone().into()];
+        let written = sonde_cmd(&args);
+        assert_eq!(written.code(), 0, "{}", written.describe());
+        assert!(written.stdout.is_empty(), "-o still printed to stdout:\n{}", written.describe());
+        let to_stdout = sonde_cmd(&args[..4]);
+        assert_eq!(std::fs::read(&to).expect("the -o file"), to_stdout.stdout, "-o {format} differs from stdout");
+    }
+}

@@ -1,0 +1,593 @@
+//! Shared helpers for the integration tests that profile real .NET programs.
+//!
+//! - The toolchain comes from `SONDE_DOTNET` and `SONDE_MCS` (written to `target/sonde-env.sh`
+//!   by `scripts/setup-runtime.sh`). When either is missing the tests FAIL, never skip.
+//! - Test apps (`tests/apps/<Name>.cs`) are compiled with `mcs` once per test process (a mutex
+//!   serialises compilations) into `$CARGO_TARGET_TMPDIR/sonde-test-apps/<Name>-<hash>/`, keyed by
+//!   a hash of the source, so an unchanged app is reused by later runs too. A compilation goes to
+//!   a private directory first and is renamed into place, so concurrent test processes never
+//!   see a half-written app.
+//! - Every process a test starts runs in its own process group and under a deadline; the whole
+//!   group is killed on timeout and on drop, so no test leaves a `dotnet` behind.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long any single process may run before the test gives up on it.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+const RUNTIME_CONFIG: &str =
+    r#"{"runtimeOptions":{"tfm":"net8.0","framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}"#;
+
+const SETUP_HINT: &str = "run `bash scripts/setup-runtime.sh`, then `source target/sonde-env.sh` before `cargo test`";
+
+/// The value of a required toolchain variable, checked to name an existing file.
+fn tool(var: &str) -> PathBuf {
+    let value = std::env::var_os(var).filter(|v| !v.is_empty()).unwrap_or_else(|| {
+        panic!("{var} is not set: these tests need a real .NET 8 runtime and the mcs compiler; {SETUP_HINT}")
+    });
+    let path = PathBuf::from(value);
+    assert!(path.is_file(), "{var}={} does not exist; {SETUP_HINT}", path.display());
+    path
+}
+
+/// The `dotnet` host (`$SONDE_DOTNET`).
+pub fn dotnet() -> PathBuf {
+    tool("SONDE_DOTNET")
+}
+
+/// The C# compiler (`$SONDE_MCS`).
+pub fn mcs() -> PathBuf {
+    tool("SONDE_MCS")
+}
+
+/// The `sonde` binary under test, after checking that the agent library sits next to it.
+pub fn sonde() -> PathBuf {
+    static CHECKED: OnceLock<PathBuf> = OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let exe = PathBuf::from(env!("CARGO_BIN_EXE_sonde"));
+            let agent = exe.with_file_name("libsonde_agent.so");
+            assert!(
+                agent.is_file(),
+                "the agent library {} is missing: build the whole workspace first (`cargo build --workspace`)",
+                agent.display()
+            );
+            exe
+        })
+        .clone()
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Compiles `tests/apps/<name>.cs` (once per process; reused across runs while the source is
+/// unchanged) and returns the path of `<name>.exe`, with its runtimeconfig beside it.
+pub fn app(name: &str) -> PathBuf {
+    static APPS: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut apps = APPS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(exe) = apps.get_or_insert_with(HashMap::new).get(name) {
+        return exe.clone();
+    }
+    let exe = compile(name);
+    apps.get_or_insert_with(HashMap::new).insert(name.to_string(), exe.clone());
+    exe
+}
+
+fn compile(name: &str) -> PathBuf {
+    let source = repo_root().join("tests/apps").join(format!("{name}.cs"));
+    let text = std::fs::read(&source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
+    let mcs = mcs();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&text, &mcs, RUNTIME_CONFIG).hash(&mut hasher);
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sonde-test-apps");
+    let dir = base.join(format!("{name}-{:016x}", hasher.finish()));
+    let exe = dir.join(format!("{name}.exe"));
+    if exe.is_file() && dir.join(format!("{name}.runtimeconfig.json")).is_file() {
+        return exe;
+    }
+    std::fs::create_dir_all(&base).unwrap_or_else(|e| panic!("cannot create {}: {e}", base.display()));
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}-"))
+        .tempdir_in(&base)
+        .unwrap_or_else(|e| panic!("cannot create a directory in {}: {e}", base.display()));
+    let staged_exe = staging.path().join(format!("{name}.exe"));
+    let mut out_arg = OsString::from("-out:");
+    out_arg.push(&staged_exe);
+    let output = Command::new(&mcs)
+        .arg("-optimize+")
+        .arg(out_arg)
+        .arg(&source)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; {SETUP_HINT}", mcs.display()));
+    assert!(
+        output.status.success() && staged_exe.is_file(),
+        "mcs failed to compile {} ({}):\n{}{}",
+        source.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::write(staging.path().join(format!("{name}.runtimeconfig.json")), RUNTIME_CONFIG)
+        .expect("cannot write the runtimeconfig");
+    let staged = staging.keep();
+    if std::fs::rename(&staged, &dir).is_err() {
+        // Another test process won the race: use its copy.
+        let _ = std::fs::remove_dir_all(&staged);
+        assert!(exe.is_file(), "cannot move the compiled {name} into {}", dir.display());
+    }
+    exe
+}
+
+/// What a finished process left behind.
+#[derive(Debug)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Output {
+    /// The exit code as a shell reports it (128 + N for a death by signal N).
+    pub fn code(&self) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.code().unwrap_or_else(|| 128 + self.status.signal().unwrap_or(0))
+    }
+
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8(self.stdout.clone()).expect("stdout is not UTF-8")
+    }
+
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8(self.stderr.clone()).expect("stderr is not UTF-8")
+    }
+
+    /// Everything, for assertion messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "exit: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.status,
+            String::from_utf8_lossy(&self.stdout),
+            String::from_utf8_lossy(&self.stderr)
+        )
+    }
+}
+
+/// A process started in its own process group (pgid == pid). Dropping it kills the whole group.
+pub struct Running {
+    child: Child,
+    reaped: Option<ExitStatus>,
+    /// stdout, one chunk per line (the last chunk may lack its newline).
+    lines: Receiver<Vec<u8>>,
+    stdout: Vec<u8>,
+    stderr: Receiver<Vec<u8>>,
+    what: String,
+}
+
+/// Sends `signal` to every process of the group led by `pgid`.
+pub fn kill_group(pgid: u32, signal: i32) {
+    let pgid = libc::pid_t::try_from(pgid).expect("pid out of range");
+    // SAFETY: kill(2) with a negative pid only sends a signal to that process group; it touches
+    // no memory of ours. The group is one this test created with `process_group(0)`.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+/// True while any process of group `pgid` still exists (zombies included).
+fn group_alive(pgid: u32) -> bool {
+    let pgid = libc::pid_t::try_from(pgid).expect("pid out of range");
+    // SAFETY: signal 0 only checks for existence and permission; nothing is delivered.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+impl Running {
+    pub fn spawn(program: impl AsRef<OsStr>, args: &[OsString]) -> Running {
+        let program = program.as_ref();
+        let what = std::iter::once(program.to_string_lossy().into_owned())
+            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut command = Command::new(program);
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // Never let a profiler configuration from the caller's environment leak in.
+        for var in ["CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER", "CORECLR_PROFILER_PATH", "SONDE_AGENT"] {
+            command.env_remove(var);
+        }
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start `{what}`: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let err_pipe = child.stderr.take().expect("piped stderr");
+        let (line_tx, lines) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if line_tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let (err_tx, stderr) = channel();
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut err_pipe = err_pipe;
+            let _ = err_pipe.read_to_end(&mut all);
+            let _ = err_tx.send(all);
+        });
+        Running { child, reaped: None, lines, stdout: Vec::new(), stderr, what }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `timeout` for a stdout line equal to `want` (without its newline).
+    pub fn wait_for_line(&mut self, want: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.strip_suffix(b"\n").unwrap_or(&line) == want.as_bytes();
+                    self.stdout.extend_from_slice(&line);
+                    if done {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("`{}` did not print `{want}` within {timeout:?}", self.what)
+                }
+                Err(RecvTimeoutError::Disconnected) => panic!(
+                    "`{}` closed its stdout without printing `{want}`; stdout so far:\n{}",
+                    self.what,
+                    String::from_utf8_lossy(&self.stdout)
+                ),
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the process to exit, then collects its output. Panics (after
+    /// killing the group) on timeout, and if the process exited but left others of its group
+    /// running with its stdout or stderr still open.
+    pub fn wait(mut self, timeout: Duration) -> Output {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() >= deadline => {
+                    kill_group(self.pid(), libc::SIGKILL);
+                    panic!("`{}` did not finish within {timeout:?}; killed", self.what);
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => panic!("cannot wait for `{}`: {e}", self.what),
+            }
+        };
+        self.reaped = Some(status);
+        // The pipes close once every process of the group has exited.
+        let drain = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.lines.recv_timeout(drain.saturating_duration_since(Instant::now())) {
+                Ok(line) => self.stdout.extend_from_slice(&line),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    kill_group(self.pid(), libc::SIGKILL);
+                    panic!("`{}` exited ({status}) but left a process holding its stdout open", self.what);
+                }
+            }
+        }
+        let stderr = match self.stderr.recv_timeout(drain.saturating_duration_since(Instant::now())) {
+            Ok(stderr) => stderr,
+            Err(_) => {
+                kill_group(self.pid(), libc::SIGKILL);
+                panic!("`{}` exited ({status}) but left a process holding its stderr open", self.what);
+            }
+        };
+        Output { status, stdout: std::mem::take(&mut self.stdout), stderr }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Whatever happened (a failed assertion included), leave no process of this group behind.
+        if group_alive(self.pid()) {
+            kill_group(self.pid(), libc::SIGKILL);
+        }
+        if self.reaped.is_none() {
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn os(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
+
+/// Runs `program args` to completion (under [`DEADLINE`]).
+pub fn run(program: impl AsRef<OsStr>, args: &[OsString]) -> Output {
+    Running::spawn(program, args).wait(DEADLINE)
+}
+
+/// Runs a test app directly: `$SONDE_DOTNET <Name>.exe args`.
+pub fn run_app(name: &str, args: &[&str]) -> Output {
+    let mut all = vec![app(name).into_os_string()];
+    all.extend(os(args));
+    run(dotnet(), &all)
+}
+
+/// The arguments of `sonde record -o <out> [opts] -- command...`.
+pub fn record_args(out: &Path, opts: &[&str], command: &[OsString]) -> Vec<OsString> {
+    let mut all = os(&["record", "-o"]);
+    all.push(out.into());
+    all.extend(os(opts));
+    all.push("--".into());
+    all.extend(command.iter().cloned());
+    all
+}
+
+/// The command line that runs a test app: `$SONDE_DOTNET <Name>.exe args`.
+pub fn app_command(name: &str, args: &[&str]) -> Vec<OsString> {
+    let mut all = vec![dotnet().into_os_string(), app(name).into_os_string()];
+    all.extend(os(args));
+    all
+}
+
+/// `sonde record -o <out> [opts] -- command...`, to completion.
+pub fn record(out: &Path, opts: &[&str], command: &[OsString]) -> Output {
+    run(sonde(), &record_args(out, opts, command))
+}
+
+/// `sonde record -o <out> [opts] -- $SONDE_DOTNET <Name>.exe args`, to completion.
+pub fn record_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
+    record(out, opts, &app_command(name, args))
+}
+
+/// `sonde <args>`, to completion.
+pub fn sonde_cmd(args: &[OsString]) -> Output {
+    run(sonde(), args)
+}
+
+/// `sonde report <file> --format json`, parsed. Panics (with sonde's stderr) if it fails.
+pub fn report_json(file: &Path) -> Value {
+    let out = sonde_cmd(&[OsString::from("report"), file.into(), "--format".into(), "json".into()]);
+    assert_eq!(out.code(), 0, "sonde report --format json {} failed:\n{}", file.display(), out.describe());
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("sonde report --format json printed invalid JSON: {e}\n{}", out.describe()))
+}
+
+/// `sonde report <file>` (text), to completion.
+pub fn report_text(file: &Path) -> Output {
+    sonde_cmd(&[OsString::from("report"), file.into()])
+}
+
+/// The `expect-calls <Name> <N>` lines a test app printed, in order.
+pub fn expected_calls(stdout: &str) -> Vec<(String, u64)> {
+    stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("expect-calls "))
+        .map(|rest| {
+            let (name, n) = rest.rsplit_once(' ').unwrap_or_else(|| panic!("bad expect-calls line: {rest}"));
+            (name.to_string(), n.parse().unwrap_or_else(|_| panic!("bad count in expect-calls line: {rest}")))
+        })
+        .collect()
+}
+
+/// `methods[].calls` summed by name (overloads and generic instantiations share a name).
+pub fn calls_by_name(report: &Value) -> BTreeMap<String, u64> {
+    let mut calls = BTreeMap::new();
+    for m in arr(report, "methods") {
+        *calls.entry(str_of(m, "name").to_string()).or_insert(0) += u64_of(m, "calls");
+    }
+    calls
+}
+
+/// Asserts that every expected name was recorded with exactly its count.
+pub fn assert_calls(report: &Value, expected: &[(String, u64)], context: &str) {
+    assert!(!expected.is_empty(), "{context}: the program printed no expect-calls lines");
+    let actual = calls_by_name(report);
+    let wrong: Vec<String> = expected
+        .iter()
+        .filter(|(name, n)| actual.get(name) != Some(n))
+        .map(|(name, n)| format!("  {name}: expected {n}, recorded {:?}", actual.get(name)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{context}: call counts differ from the program's own tallies:\n{}\nrecorded: {actual:#?}",
+        wrong.join("\n")
+    );
+}
+
+pub fn arr<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+    v[key].as_array().unwrap_or_else(|| panic!("`{key}` is not an array in {v}"))
+}
+
+pub fn u64_of(v: &Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or_else(|| panic!("`{key}` is not an unsigned integer in {v}"))
+}
+
+pub fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_else(|| panic!("`{key}` is not a string in {v}"))
+}
+
+/// Checks the structural invariants of a `sonde.report/1` document:
+/// ids are indices; a node's parent precedes it and runs on the same thread; self <= total;
+/// a node's total is its self plus its children's totals (up to rounding), for time and samples;
+/// each method's calls/self are the sums over its nodes; each thread's calls are the sum over its
+/// nodes; and a method's (recursion-aware) total never exceeds the sum of the roots' totals.
+pub fn check_invariants(report: &Value) {
+    let threads = arr(report, "threads");
+    let methods = arr(report, "methods");
+    let nodes = arr(report, "nodes");
+    for (list, name) in [(threads, "threads"), (methods, "methods"), (nodes, "nodes")] {
+        for (i, item) in list.iter().enumerate() {
+            assert_eq!(u64_of(item, "id"), i as u64, "{name}[{i}] has the wrong id");
+        }
+    }
+    let mut method_calls = vec![0u64; methods.len()];
+    let mut method_self = vec![0u64; methods.len()];
+    let mut method_nodes = vec![0u64; methods.len()];
+    let mut thread_calls = vec![0u64; threads.len()];
+    let mut children_total = vec![0u64; nodes.len()];
+    let mut children_samples = vec![0u64; nodes.len()];
+    let mut children = vec![0u64; nodes.len()];
+    let mut roots_total = 0u64;
+    for (i, n) in nodes.iter().enumerate() {
+        let thread = u64_of(n, "thread") as usize;
+        let method = u64_of(n, "method") as usize;
+        assert!(thread < threads.len(), "node {i}: thread {thread} out of range");
+        assert!(method < methods.len(), "node {i}: method {method} out of range");
+        let (self_ns, total_ns) = (u64_of(n, "self_ns"), u64_of(n, "total_ns"));
+        assert!(self_ns <= total_ns, "node {i}: self_ns {self_ns} > total_ns {total_ns}");
+        let (self_samples, total_samples) = (u64_of(n, "self_samples"), u64_of(n, "total_samples"));
+        assert!(self_samples <= total_samples, "node {i}: self_samples > total_samples");
+        assert!(u64_of(n, "calls") > 0, "node {i} has no calls: {n}");
+        match n["parent"].as_u64() {
+            None => {
+                assert!(n["parent"].is_null(), "node {i}: parent is neither null nor an id");
+                roots_total += total_ns;
+            }
+            Some(p) => {
+                let p = p as usize;
+                assert!(p < i, "node {i}: parent {p} does not precede it");
+                assert_eq!(u64_of(&nodes[p], "thread") as usize, thread, "node {i}: not on its parent's thread");
+                children_total[p] += total_ns;
+                children_samples[p] += total_samples;
+                children[p] += 1;
+            }
+        }
+        method_calls[method] += u64_of(n, "calls");
+        method_self[method] += self_ns;
+        method_nodes[method] += 1;
+        thread_calls[thread] += u64_of(n, "calls");
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        let (self_ns, total_ns) = (u64_of(n, "self_ns"), u64_of(n, "total_ns"));
+        let sum = self_ns + children_total[i];
+        // Each of self and the children's totals is rounded separately: allow 1 ns per term.
+        assert!(
+            sum.abs_diff(total_ns) <= children[i] + 1,
+            "node {i}: total_ns {total_ns} != self_ns {self_ns} + children's totals {}",
+            children_total[i]
+        );
+        assert!(children_total[i] <= total_ns + children[i], "node {i}: children's totals exceed its total");
+        assert_eq!(
+            u64_of(n, "self_samples") + children_samples[i],
+            u64_of(n, "total_samples"),
+            "node {i}: total_samples != self_samples + children's total_samples"
+        );
+    }
+    for (i, m) in methods.iter().enumerate() {
+        assert_eq!(u64_of(m, "calls"), method_calls[i], "method {i} ({}): calls != sum over its nodes", m["name"]);
+        assert_eq!(u64_of(m, "self_ns"), method_self[i], "method {i} ({}): self_ns != sum over its nodes", m["name"]);
+        // Up to 1 ns of rounding per node (see `check_exact_additivity` for the strict version).
+        assert!(
+            u64_of(m, "self_ns") <= u64_of(m, "total_ns") + method_nodes[i],
+            "method {i} ({}): self_ns {} > total_ns {}",
+            m["name"],
+            u64_of(m, "self_ns"),
+            u64_of(m, "total_ns")
+        );
+        assert!(
+            u64_of(m, "total_ns") <= roots_total,
+            "method {i} ({}): total_ns {} exceeds the sum of root totals {roots_total} (recursion counted twice?)",
+            m["name"],
+            u64_of(m, "total_ns")
+        );
+    }
+    for (i, t) in threads.iter().enumerate() {
+        assert_eq!(u64_of(t, "calls"), thread_calls[i], "thread {i}: calls != sum over its nodes");
+    }
+}
+
+/// The strict form of the time invariants: in integer nanoseconds, every node's total is exactly
+/// its self time plus its children's totals, and no method's self time exceeds its total.
+/// Returns the violations (empty when all hold).
+pub fn exact_additivity_violations(report: &Value) -> Vec<String> {
+    let methods = arr(report, "methods");
+    let nodes = arr(report, "nodes");
+    let mut children_total = vec![0u64; nodes.len()];
+    for n in nodes {
+        if let Some(p) = n["parent"].as_u64() {
+            children_total[p as usize] += u64_of(n, "total_ns");
+        }
+    }
+    let mut violations = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let (self_ns, total_ns) = (u64_of(n, "self_ns"), u64_of(n, "total_ns"));
+        if self_ns + children_total[i] != total_ns {
+            violations.push(format!(
+                "node {i} ({}): self_ns {self_ns} + children's total_ns {} = {} != total_ns {total_ns}",
+                methods[u64_of(n, "method") as usize]["name"],
+                children_total[i],
+                self_ns + children_total[i]
+            ));
+        }
+    }
+    for m in methods {
+        let (self_ns, total_ns) = (u64_of(m, "self_ns"), u64_of(m, "total_ns"));
+        if self_ns > total_ns {
+            violations.push(format!("method {} ({}): self_ns {self_ns} > total_ns {total_ns}", m["id"], m["name"]));
+        }
+    }
+    violations
+}
+
+/// Asserts that `stderr` (sonde's) starts with the program's own stderr, byte for byte, and that
+/// everything after it is sonde's summary: `sonde: ...` lines or the indented top-methods table.
+pub fn assert_stderr_passes_through(sonde_stderr: &[u8], program_stderr: &[u8]) {
+    let shown = String::from_utf8_lossy(sonde_stderr);
+    assert!(
+        sonde_stderr.starts_with(program_stderr),
+        "the program's stderr was not passed through unchanged.\nprogram's own stderr:\n{}\nunder sonde:\n{shown}",
+        String::from_utf8_lossy(program_stderr)
+    );
+    let rest = String::from_utf8(sonde_stderr[program_stderr.len()..].to_vec()).expect("sonde's stderr is not UTF-8");
+    for line in rest.lines() {
+        assert!(
+            is_summary_line(line),
+            "unexpected line on stderr (neither the program's nor sonde's): {line:?}\n{shown}"
+        );
+    }
+}
+
+/// `sonde: ...`, the table header, or a table row (`calls self self% name`).
+pub fn is_summary_line(line: &str) -> bool {
+    if line.starts_with("sonde: ") {
+        return true;
+    }
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if line.ends_with("top methods by self time") {
+        return fields.starts_with(&["calls", "self", "self%"]);
+    }
+    line.starts_with(' ')
+        && fields.len() >= 5
+        && fields[0].chars().all(|c| c.is_ascii_digit() || c == ',')
+        && fields[3].ends_with('%')
+}
+
+/// The only `.sonde` files in `dir`, sorted.
+pub fn sonde_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sonde"))
+        .collect();
+    files.sort();
+    files
+}
