@@ -5,20 +5,28 @@
 //! with calls. Each active frame has its own node (a node is on the stack at most once: a recursive
 //! call is a child node), so a node can hold its frame's enter timestamp itself — no separate stack.
 //!
+//! The cursor is a pointer and every node caches its two most recent children, so the common
+//! enter is "compare the method with two cached ids, follow a pointer, count" and the common leave
+//! is "compare the method, follow the parent pointer" — short enough for the hooks to do in a few
+//! instructions of assembly (`hooks`), with [`CallTree::enter_fast`]/[`CallTree::leave_fast`] as
+//! the Rust statement of the same logic. Everything else (new paths, resyncs, a full tree) takes
+//! the slow paths [`CallTree::enter`] / [`CallTree::leave`].
+//!
 //! Concurrency: exactly one thread (the owner) writes the structure and the counters; the sampler
 //! writes only the sample fields; snapshot readers only read. Every field is an atomic accessed with
-//! `Relaxed` loads and stores (plain `mov`s on x86-64; no read-modify-write on the hot path), and
+//! `Relaxed` loads and stores (plain `mov`s on x86-64; no locked instruction on the hot path), and
 //! node storage never moves: nodes live in chunks of doubling size whose slots are published once
 //! (`OnceLock`), and `len` is published with `Release` after a node is initialised. Readers
 //! therefore see a consistent set of nodes with possibly slightly stale counters — fine for a
 //! profile, and no locks for anyone.
 
+use std::ptr;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 
 /// Index of the root node: the thread itself, outside any traced method.
 pub const ROOT: u32 = 0;
-/// The root's "method".
+/// The root's "method" (and the empty child-cache entry).
 pub const NO_METHOD: u32 = u32::MAX;
 /// Index meaning "none" in child/sibling links.
 const NIL: u32 = u32::MAX;
@@ -28,20 +36,29 @@ const FIRST_CHUNK_BITS: u32 = 6;
 const FIRST_CHUNK: usize = 1 << FIRST_CHUNK_BITS;
 /// Chunks 0..MAX_CHUNKS hold 64 · (2^20 − 1) ≈ 67 M nodes per thread; past that, calls are counted as lost.
 const MAX_CHUNKS: usize = 20;
-/// Direct-mapped cache from (parent, method) to child, so wide nodes cost no list walks.
+/// Per-thread direct-mapped cache from (parent, method) to child, behind the per-node cache, so
+/// wide nodes cost no list walks on the slow path either.
 const CACHE_BITS: u32 = 8;
+const CACHE_SIZE: usize = 1 << CACHE_BITS;
 
 #[derive(Debug)]
+#[repr(C)]
 pub struct Node {
     pub method: AtomicU32,
+    /// This node's own index.
+    pub index: AtomicU32,
+    /// Two most recently entered children: `child_method[i]` → `child[i]`.
+    pub child_method: [AtomicU32; 2],
+    pub child: [AtomicPtr<Node>; 2],
+    pub calls: AtomicU64,
+    /// Tick at which the open call through this node started (valid while it is on the stack).
+    pub enter_tick: AtomicU64,
+    /// Inclusive ticks of all completed calls through this node.
+    pub total_ticks: AtomicU64,
+    pub parent_node: AtomicPtr<Node>,
     pub parent: AtomicU32,
     first_child: AtomicU32,
     next_sibling: AtomicU32,
-    pub calls: AtomicU64,
-    /// Inclusive ticks of all completed calls through this node.
-    pub total_ticks: AtomicU64,
-    /// Tick at which the open call through this node started (valid while it is on the stack).
-    pub enter_tick: AtomicU64,
     /// Written by the sampler only.
     pub self_samples: AtomicU64,
     pub sampled_ns: AtomicU64,
@@ -51,12 +68,16 @@ impl Node {
     fn new() -> Self {
         Node {
             method: AtomicU32::new(NO_METHOD),
+            index: AtomicU32::new(NIL),
+            child_method: [AtomicU32::new(NO_METHOD), AtomicU32::new(NO_METHOD)],
+            child: [AtomicPtr::new(ptr::null_mut()), AtomicPtr::new(ptr::null_mut())],
+            calls: AtomicU64::new(0),
+            enter_tick: AtomicU64::new(0),
+            total_ticks: AtomicU64::new(0),
+            parent_node: AtomicPtr::new(ptr::null_mut()),
             parent: AtomicU32::new(NIL),
             first_child: AtomicU32::new(NIL),
             next_sibling: AtomicU32::new(NIL),
-            calls: AtomicU64::new(0),
-            total_ticks: AtomicU64::new(0),
-            enter_tick: AtomicU64::new(0),
             self_samples: AtomicU64::new(0),
             sampled_ns: AtomicU64::new(0),
         }
@@ -69,22 +90,23 @@ fn bump(counter: &AtomicU64, by: u64) {
     counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
 }
 
+#[repr(C)]
 pub struct CallTree {
+    /// The innermost open node (the root outside any call; `overflow` while the tree is full).
+    pub current: AtomicPtr<Node>,
     chunks: [OnceLock<Box<[Node]>>; MAX_CHUNKS],
     len: AtomicU32,
-    /// The innermost open node; read by the sampler.
-    current: AtomicU32,
-    /// Frames entered while the tree was full: their leaves must not pop real frames.
+    /// Stand-in cursor while the tree is full: its method and child cache never match, so the
+    /// fast paths always defer to the slow ones, which count the depth in `overflow_depth`.
+    overflow: Box<Node>,
     overflow_depth: AtomicU32,
+    /// Where the cursor was when the tree filled up.
+    overflow_from: AtomicPtr<Node>,
     /// Calls not recorded because the tree was full.
     pub lost: AtomicU64,
-    /// Fixed-size arrays: indexing them with a masked slot needs no bounds check, so the fast
-    /// paths contain no panic branch.
     cache_keys: Box<[AtomicU64; CACHE_SIZE]>,
     cache_nodes: Box<[AtomicU32; CACHE_SIZE]>,
 }
-
-const CACHE_SIZE: usize = 1 << CACHE_BITS;
 
 impl Default for CallTree {
     fn default() -> Self {
@@ -96,7 +118,7 @@ impl Default for CallTree {
 #[inline(always)]
 fn locate(index: u32) -> (usize, usize) {
     let i = index as u64 + FIRST_CHUNK as u64;
-    // i >= 64, so these never wrap; wrapping ops keep panic branches out of the fast paths.
+    // i >= 64, so these never wrap.
     let bits = 63u32.wrapping_sub(i.leading_zeros());
     let chunk = bits.wrapping_sub(FIRST_CHUNK_BITS) as usize;
     (chunk, i.wrapping_sub(1u64 << bits) as usize)
@@ -109,19 +131,32 @@ fn cache_slot(parent: u32, method: u32) -> (usize, u64) {
     (slot, key)
 }
 
+/// Dereferences a node pointer held by a tree.
+///
+/// Every pointer a tree stores (`current`, `child`, `parent_node`, `overflow_from`) is null or
+/// points into the tree's own chunks or `overflow` box, which are never freed or moved while the
+/// tree exists; and trees of threads live for the whole process.
+#[inline(always)]
+fn at<'a>(_tree: &'a CallTree, node: *const Node) -> Option<&'a Node> {
+    // SAFETY: see above — null or a live node of `_tree`, which outlives the returned reference.
+    unsafe { node.as_ref() }
+}
+
 impl CallTree {
     pub fn new() -> Self {
         let tree = CallTree {
+            current: AtomicPtr::new(ptr::null_mut()),
             chunks: Default::default(),
             len: AtomicU32::new(0),
-            current: AtomicU32::new(ROOT),
+            overflow: Box::new(Node::new()),
             overflow_depth: AtomicU32::new(0),
+            overflow_from: AtomicPtr::new(ptr::null_mut()),
             lost: AtomicU64::new(0),
             cache_keys: Box::new([const { AtomicU64::new(u64::MAX) }; CACHE_SIZE]),
             cache_nodes: Box::new([const { AtomicU32::new(NIL) }; CACHE_SIZE]),
         };
-        let root = tree.push(NIL, NO_METHOD);
-        debug_assert_eq!(root, Some(ROOT));
+        let root = tree.push(NIL, NO_METHOD).expect("the first chunk");
+        tree.current.store(ptr::from_ref(tree.node(root).expect("the root")).cast_mut(), Relaxed);
         tree
     }
 
@@ -140,8 +175,17 @@ impl CallTree {
         self.chunks.get(chunk)?.get()?.get(offset)
     }
 
+    fn current_node(&self) -> Option<&Node> {
+        at(self, self.current.load(Relaxed))
+    }
+
+    /// Index of the innermost open node (read by the sampler and snapshots, racily by design).
     pub fn current(&self) -> u32 {
-        self.current.load(Relaxed)
+        let mut node = self.current.load(Relaxed);
+        if ptr::eq(node, &*self.overflow) {
+            node = self.overflow_from.load(Relaxed);
+        }
+        at(self, node).map_or(ROOT, |n| n.index.load(Relaxed))
     }
 
     /// Appends a node (owner only). Allocates only when a new chunk is needed.
@@ -152,107 +196,113 @@ impl CallTree {
         let nodes = slot.get_or_init(|| (0..FIRST_CHUNK << chunk).map(|_| Node::new()).collect());
         let node = &nodes[offset];
         node.method.store(method, Relaxed);
+        node.index.store(index, Relaxed);
         node.parent.store(parent, Relaxed);
+        if let Some(parent) = self.node(parent) {
+            node.parent_node.store(ptr::from_ref(parent).cast_mut(), Relaxed);
+        }
         self.len.store(index + 1, Release);
         Some(index)
     }
 
     /// The child of `parent` for `method`, created if needed.
-    #[inline(always)]
-    fn child(&self, parent: u32, method: u32) -> Option<u32> {
-        let (slot, key) = cache_slot(parent, method);
+    fn child(&self, parent: &Node, method: u32) -> Option<&Node> {
+        let parent_index = parent.index.load(Relaxed);
+        let (slot, key) = cache_slot(parent_index, method);
+        let mut index = NIL;
         if self.cache_keys[slot].load(Relaxed) == key {
-            return Some(self.cache_nodes[slot].load(Relaxed));
-        }
-        self.child_slow(parent, method, slot, key)
-    }
-
-    #[cold]
-    fn child_slow(&self, parent: u32, method: u32, slot: usize, key: u64) -> Option<u32> {
-        let parent_node = self.node(parent)?;
-        let mut index = parent_node.first_child.load(Relaxed);
-        while index != NIL {
-            let node = self.node(index)?;
-            if node.method.load(Relaxed) == method {
-                break;
+            index = self.cache_nodes[slot].load(Relaxed);
+        } else {
+            let mut sibling = parent.first_child.load(Relaxed);
+            while sibling != NIL {
+                let node = self.node(sibling)?;
+                if node.method.load(Relaxed) == method {
+                    index = sibling;
+                    break;
+                }
+                sibling = node.next_sibling.load(Relaxed);
             }
-            index = node.next_sibling.load(Relaxed);
+            if index == NIL {
+                index = self.push(parent_index, method)?;
+                let node = self.node(index)?;
+                node.next_sibling.store(parent.first_child.load(Relaxed), Relaxed);
+                parent.first_child.store(index, Relaxed);
+            }
+            self.cache_keys[slot].store(key, Relaxed);
+            self.cache_nodes[slot].store(index, Relaxed);
         }
-        if index == NIL {
-            index = self.push(parent, method)?;
-            let node = self.node(index)?;
-            node.next_sibling.store(parent_node.first_child.load(Relaxed), Relaxed);
-            parent_node.first_child.store(index, Relaxed);
+        let child = self.node(index)?;
+        // Most recent child first in the parent's two-entry cache.
+        if parent.child_method[0].load(Relaxed) != method {
+            parent.child_method[1].store(parent.child_method[0].load(Relaxed), Relaxed);
+            parent.child[1].store(parent.child[0].load(Relaxed), Relaxed);
+            parent.child_method[0].store(method, Relaxed);
+            parent.child[0].store(ptr::from_ref(child).cast_mut(), Relaxed);
         }
-        self.cache_keys[slot].store(key, Relaxed);
-        self.cache_nodes[slot].store(index, Relaxed);
-        Some(index)
+        Some(child)
     }
 
-    /// The common case of [`enter`](Self::enter): the thread is not in overflow and the child
-    /// node is in the cache. Returns false, having changed nothing, when the full path is needed.
-    /// `clock` is read only once the call is sure to be recorded, as late as possible.
-    ///
-    /// This and [`leave_fast`](Self::leave_fast) run without the caller's vector registers saved
-    /// (see `hooks`): they must stay integer-only, call nothing and have no panic branch — the
-    /// `fast_paths_are_leaf_integer_code` test checks the compiled code.
+    /// The common case of [`enter`](Self::enter): the child is in the current node's cache.
+    /// Returns false, having changed nothing, when the slow path is needed. `clock` is read only
+    /// once the call is sure to be recorded, as late as possible. (On x86-64 the hooks do this
+    /// in assembly; this is its statement in Rust, used elsewhere and by the tests.)
     #[inline(always)]
     pub fn enter_fast(&self, method: u32, clock: impl FnOnce() -> u64) -> bool {
-        if self.overflow_depth.load(Relaxed) != 0 {
+        let Some(current) = self.current_node() else { return false };
+        let child = if current.child_method[0].load(Relaxed) == method {
+            current.child[0].load(Relaxed)
+        } else if current.child_method[1].load(Relaxed) == method {
+            current.child[1].load(Relaxed)
+        } else {
             return false;
-        }
-        let (slot, key) = cache_slot(self.current.load(Relaxed), method);
-        if self.cache_keys[slot].load(Relaxed) != key {
-            return false;
-        }
-        let index = self.cache_nodes[slot].load(Relaxed);
-        let Some(node) = self.node(index) else { return false };
+        };
+        let Some(node) = at(self, child) else { return false };
         bump(&node.calls, 1);
         node.enter_tick.store(clock(), Relaxed);
-        self.current.store(index, Relaxed);
+        self.current.store(child, Relaxed);
         true
     }
 
     /// The common case of [`leave`](Self::leave): `method` is the current node's. Returns false,
-    /// having changed nothing, when the full path is needed.
+    /// having changed nothing, when the slow path is needed.
     #[inline(always)]
     pub fn leave_fast(&self, method: u32, clock: impl FnOnce() -> u64) -> bool {
         let tick = clock();
-        if self.overflow_depth.load(Relaxed) != 0 {
+        let Some(current) = self.current_node() else { return false };
+        if current.method.load(Relaxed) != method {
             return false;
         }
-        let current = self.current.load(Relaxed);
-        let Some(node) = self.node(current) else { return false };
-        if current == ROOT || node.method.load(Relaxed) != method {
-            return false;
-        }
-        bump(&node.total_ticks, tick.wrapping_sub(node.enter_tick.load(Relaxed)));
-        self.current.store(node.parent.load(Relaxed), Relaxed);
+        bump(&current.total_ticks, tick.wrapping_sub(current.enter_tick.load(Relaxed)));
+        self.current.store(current.parent_node.load(Relaxed), Relaxed);
         true
     }
 
     /// A call to `method` starts at `tick` (0 when time is not measured).
-    #[inline(always)]
     pub fn enter(&self, method: u32, tick: u64) {
-        let depth = self.overflow_depth.load(Relaxed);
-        if depth != 0 {
-            self.overflow(depth + 1);
+        if self.enter_fast(method, || tick) {
             return;
         }
-        match self.child(self.current.load(Relaxed), method).and_then(|i| Some((i, self.node(i)?))) {
-            Some((index, node)) => {
+        let depth = self.overflow_depth.load(Relaxed);
+        if depth != 0 {
+            self.overflow_depth.store(depth + 1, Relaxed);
+            bump(&self.lost, 1);
+            return;
+        }
+        let Some(current) = self.current_node() else { return };
+        match self.child(current, method) {
+            Some(node) => {
                 bump(&node.calls, 1);
                 node.enter_tick.store(tick, Relaxed);
-                self.current.store(index, Relaxed);
+                self.current.store(ptr::from_ref(node).cast_mut(), Relaxed);
             }
-            None => self.overflow(1),
+            None => {
+                // The tree is full: park the cursor on the stand-in until this call returns.
+                self.overflow_from.store(self.current.load(Relaxed), Relaxed);
+                self.current.store(ptr::from_ref(&*self.overflow).cast_mut(), Relaxed);
+                self.overflow_depth.store(1, Relaxed);
+                bump(&self.lost, 1);
+            }
         }
-    }
-
-    #[cold]
-    fn overflow(&self, depth: u32) {
-        self.overflow_depth.store(depth, Relaxed);
-        bump(&self.lost, 1);
     }
 
     /// The call to `method` that is innermost on this thread ends at `tick`.
@@ -260,46 +310,33 @@ impl CallTree {
     /// If `method` is not the current node's method, an event was missed (e.g. a leave the runtime
     /// did not report); the tree resynchronises by closing frames up to the nearest open call of
     /// `method`, or ignores the leave when `method` is not open at all.
-    #[inline(always)]
     pub fn leave(&self, method: u32, tick: u64) {
         let depth = self.overflow_depth.load(Relaxed);
         if depth != 0 {
             self.overflow_depth.store(depth - 1, Relaxed);
+            if depth == 1 {
+                self.current.store(self.overflow_from.load(Relaxed), Relaxed);
+            }
             return;
         }
-        let current = self.current.load(Relaxed);
-        let Some(node) = self.node(current) else { return };
-        if current == ROOT || node.method.load(Relaxed) != method {
-            self.leave_resync(method, tick);
+        if self.leave_fast(method, || tick) {
             return;
         }
-        bump(&node.total_ticks, tick.wrapping_sub(node.enter_tick.load(Relaxed)));
-        self.current.store(node.parent.load(Relaxed), Relaxed);
-    }
-
-    #[cold]
-    fn leave_resync(&self, method: u32, tick: u64) {
-        let mut index = self.current.load(Relaxed);
-        while index != ROOT {
-            let Some(node) = self.node(index) else { return };
-            if node.method.load(Relaxed) == method {
+        // Find the nearest open call of `method`; the root (no parent) ends the search.
+        let mut node = self.current_node();
+        while let Some(n) = node {
+            if n.method.load(Relaxed) == method && n.index.load(Relaxed) != ROOT {
                 break;
             }
-            index = node.parent.load(Relaxed);
+            node = at(self, n.parent_node.load(Relaxed));
         }
-        if index == ROOT {
-            return;
-        }
-        let mut open = self.current.load(Relaxed);
-        loop {
-            let Some(node) = self.node(open) else { return };
-            bump(&node.total_ticks, tick.wrapping_sub(node.enter_tick.load(Relaxed)));
-            let parent = node.parent.load(Relaxed);
-            if open == index {
-                self.current.store(parent, Relaxed);
+        let Some(target) = node else { return };
+        while let Some(open) = self.current_node() {
+            bump(&open.total_ticks, tick.wrapping_sub(open.enter_tick.load(Relaxed)));
+            self.current.store(open.parent_node.load(Relaxed), Relaxed);
+            if ptr::eq(open, target) {
                 return;
             }
-            open = parent;
         }
     }
 
@@ -307,7 +344,7 @@ impl CallTree {
     /// `total_ticks`). Racy by design when read from another thread; bounded by the node count.
     pub fn open_frames(&self) -> Vec<u32> {
         let mut frames = Vec::new();
-        let mut index = self.current.load(Relaxed);
+        let mut index = self.current();
         let limit = self.len();
         while index != ROOT && index < limit && frames.len() < limit as usize {
             frames.push(index);

@@ -3,28 +3,29 @@
 //! The runtime calls the hooks registered with `SetEnterLeaveFunctionHooks3` directly from JIT-ed
 //! code, with a custom convention (the JIT's `targetamd64.h`, Unix ABI): the enter hook gets the
 //! client id (our method index, returned by the function-ID mapper) in R14 and must preserve the
-//! argument registers (RDI, RSI, RDX, RCX, R8, R9, XMM0–7); leave and tailcall get it in RDI and
-//! must preserve the return registers (RAX, RDX, XMM0, XMM1). So the runtime-facing entry points
-//! are small naked trampolines.
+//! argument registers (RDI, RSI, RDX, RCX, R8, R9, XMM0–7; it may clobber RAX, R10, R11); leave and
+//! tailcall get it in RDI and must preserve the return registers (RAX, RDX, XMM0, XMM1).
 //!
-//! Saving eight vector registers costs more than the whole common case (~3.7 ns of ~8 ns here),
-//! so each trampoline first calls a *fast path* with only the general-purpose registers saved:
-//! integer-only code (checked by a test on the compiled code) that handles a call whose node is
-//! already known. Anything else — a thread's first call, a new call path, a resync, a full tree —
-//! returns "not done", and the trampoline saves the vector registers and calls the *slow path*,
-//! ordinary Rust behind a panic guard. The thread's state pointer comes from an initial-exec TLS
-//! slot read in the trampoline (`threads::slot`), not through `__tls_get_addr`.
+//! On x86-64 the common case is therefore written in assembly (`hooks/x86_64.rs`): follow the
+//! current node's two-entry child cache (enter) or its parent pointer (leave), count, and read the
+//! clock — a dozen instructions, no call, no register saved but RDX around `rdtsc`. Everything
+//! else (a thread's first call, a new call path, a resync, a full tree) saves the registers and
+//! calls the Rust slow paths below, which run behind a panic guard.
 //!
 //! Other architectures use `SetEnterLeaveFunctionHooks3WithInfo`, whose hooks are ordinary C
 //! functions (the runtime saves registers itself), at roughly twice the cost.
 
 use crate::clock;
-use crate::threads::{self, ThreadState};
+use crate::threads;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-/// Cleared if a hook ever panics: from then on the hooks do nothing (the profile is lost, the
-/// program is not).
+#[cfg(target_arch = "x86_64")]
+#[path = "hooks/x86_64.rs"]
+mod arch;
+
+/// Cleared if a slow path ever panics: from then on the slow paths do nothing (the profile is
+/// lost, the program is not).
 static ACTIVE: AtomicBool = AtomicBool::new(true);
 
 #[inline(always)]
@@ -33,28 +34,6 @@ fn guarded(f: impl FnOnce()) {
         ACTIVE.store(false, Relaxed);
     }
 }
-
-/// Fast paths: `state` is the thread's TLS slot (null before its first call). Return 0 when the
-/// call was handled (or profiling is off), 1 when the slow path must run.
-macro_rules! fast_path {
-    ($name:ident, $op:ident, $clock:expr) => {
-        pub extern "C" fn $name(state: *const ThreadState, method: usize) -> u32 {
-            if !ACTIVE.load(Relaxed) {
-                return 0;
-            }
-            // SAFETY: the slot holds null or a leaked, never-freed ThreadState.
-            match unsafe { state.as_ref() } {
-                Some(state) if state.tree.$op(method as u32, $clock) => 0,
-                _ => 1,
-            }
-        }
-    };
-}
-
-fast_path!(enter_fast_exact, enter_fast, clock::ticks);
-fast_path!(leave_fast_exact, leave_fast, clock::ticks);
-fast_path!(enter_fast_untimed, enter_fast, || 0);
-fast_path!(leave_fast_untimed, leave_fast, || 0);
 
 pub extern "C" fn enter_exact(method: usize) {
     guarded(|| threads::current().tree.enter(method as u32, clock::ticks()));
@@ -83,160 +62,6 @@ pub struct HookSet {
     pub tailcall: usize,
     /// True when these are `...WithInfo` hooks (they need `COR_PRF_ENABLE_FRAME_INFO`).
     pub with_info: bool,
-}
-
-#[cfg(target_arch = "x86_64")]
-mod arch {
-    use super::*;
-
-    /// Enter: saves the argument registers, calls `$fast(state, id)`; if that returns non-zero,
-    /// also saves XMM0–7 and calls `$slow(id)`. The client id arrives in R14 (callee-saved, so it
-    /// survives the first call).
-    macro_rules! enter_trampoline {
-        ($name:ident, $fast:path, $slow:path) => {
-            #[unsafe(naked)]
-            pub unsafe extern "C" fn $name() {
-                core::arch::naked_asm!(
-                    "push rbp",
-                    "mov rbp, rsp",
-                    "push rdi", "push rsi", "push rdx", "push rcx", "push r8", "push r9",
-                    "mov rax, qword ptr [rip + sonde_thread_state@GOTTPOFF]",
-                    "mov rdi, qword ptr fs:[rax]",
-                    "mov rsi, r14",
-                    "call {fast}",
-                    "test eax, eax",
-                    "jnz 2f",
-                    "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
-                    "pop rbp",
-                    "ret",
-                    "2:",
-                    "sub rsp, 128",
-                    "movaps [rsp], xmm0", "movaps [rsp + 16], xmm1",
-                    "movaps [rsp + 32], xmm2", "movaps [rsp + 48], xmm3",
-                    "movaps [rsp + 64], xmm4", "movaps [rsp + 80], xmm5",
-                    "movaps [rsp + 96], xmm6", "movaps [rsp + 112], xmm7",
-                    "mov rdi, r14",
-                    "call {slow}",
-                    "movaps xmm0, [rsp]", "movaps xmm1, [rsp + 16]",
-                    "movaps xmm2, [rsp + 32]", "movaps xmm3, [rsp + 48]",
-                    "movaps xmm4, [rsp + 64]", "movaps xmm5, [rsp + 80]",
-                    "movaps xmm6, [rsp + 96]", "movaps xmm7, [rsp + 112]",
-                    "add rsp, 128",
-                    "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
-                    "pop rbp",
-                    "ret",
-                    fast = sym $fast,
-                    slow = sym $slow,
-                )
-            }
-        };
-    }
-
-    /// Leave/tailcall: saves the return registers RAX and RDX (and the id), calls
-    /// `$fast(state, id)`; if that returns non-zero, also saves XMM0–1 and calls `$slow(id)`.
-    macro_rules! leave_trampoline {
-        ($name:ident, $fast:path, $slow:path) => {
-            #[unsafe(naked)]
-            pub unsafe extern "C" fn $name() {
-                core::arch::naked_asm!(
-                    "push rbp",
-                    "mov rbp, rsp",
-                    "push rax", "push rdx", "push rdi",
-                    "sub rsp, 8",
-                    "mov rsi, rdi",
-                    "mov rax, qword ptr [rip + sonde_thread_state@GOTTPOFF]",
-                    "mov rdi, qword ptr fs:[rax]",
-                    "call {fast}",
-                    "test eax, eax",
-                    "jnz 2f",
-                    "add rsp, 8",
-                    "pop rdi", "pop rdx", "pop rax",
-                    "pop rbp",
-                    "ret",
-                    "2:",
-                    "sub rsp, 32",
-                    "movaps [rsp], xmm0", "movaps [rsp + 16], xmm1",
-                    "mov rdi, [rsp + 40]",
-                    "call {slow}",
-                    "movaps xmm0, [rsp]", "movaps xmm1, [rsp + 16]",
-                    "add rsp, 40",
-                    "pop rdi", "pop rdx", "pop rax",
-                    "pop rbp",
-                    "ret",
-                    fast = sym $fast,
-                    slow = sym $slow,
-                )
-            }
-        };
-    }
-
-    enter_trampoline!(enter_exact_naked, enter_fast_exact, enter_exact);
-    leave_trampoline!(leave_exact_naked, leave_fast_exact, leave_exact);
-    enter_trampoline!(enter_untimed_naked, enter_fast_untimed, enter_untimed);
-    leave_trampoline!(leave_untimed_naked, leave_fast_untimed, leave_untimed);
-
-    /// Benchmark floors: hooks that do nothing, and hooks that only read the clock (what any
-    /// exactly-timed tracer must at least pay). `rdtsc` writes RDX, an argument register on
-    /// enter and a return register on leave, so it is saved.
-    #[unsafe(naked)]
-    unsafe extern "C" fn empty_naked() {
-        core::arch::naked_asm!("ret")
-    }
-    #[unsafe(naked)]
-    unsafe extern "C" fn clock_enter_naked() {
-        core::arch::naked_asm!("push rdx", "rdtsc", "pop rdx", "ret")
-    }
-    #[unsafe(naked)]
-    unsafe extern "C" fn clock_leave_naked() {
-        core::arch::naked_asm!("push rax", "push rdx", "rdtsc", "pop rdx", "pop rax", "ret")
-    }
-
-    pub fn floor_hooks(kind: Floor) -> HookSet {
-        let (enter, leave) = match kind {
-            Floor::Empty => (empty_naked as *const () as usize, empty_naked as *const () as usize),
-            Floor::Clock => (clock_enter_naked as *const () as usize, clock_leave_naked as *const () as usize),
-        };
-        HookSet { enter, leave, tailcall: leave, with_info: false }
-    }
-
-    pub fn hooks(timed: bool) -> HookSet {
-        let (enter, leave) = if timed {
-            (enter_exact_naked as *const () as usize, leave_exact_naked as *const () as usize)
-        } else {
-            (enter_untimed_naked as *const () as usize, leave_untimed_naked as *const () as usize)
-        };
-        // A tail call ends the caller's frame exactly like a leave; the callee then enters as a
-        // child of the caller's parent, which keeps the tree (and the counts) right.
-        HookSet { enter, leave, tailcall: leave, with_info: false }
-    }
-
-    /// One enter/leave pair through the same trampolines and the same register convention the
-    /// JIT uses (for the hook-cost calibration).
-    #[inline(always)]
-    pub fn call_pair(timed: bool, method: usize) {
-        let (enter, leave) = if timed {
-            (enter_exact_naked as *const () as usize, leave_exact_naked as *const () as usize)
-        } else {
-            (enter_untimed_naked as *const () as usize, leave_untimed_naked as *const () as usize)
-        };
-        // SAFETY: the trampolines follow the register contract set up here (id in R14 for enter,
-        // RDI for leave); everything they may clobber is declared through `clobber_abi("C")`, and
-        // without `nostack` the compiler keeps the stack aligned and the red zone free for the calls.
-        unsafe {
-            core::arch::asm!(
-                // r12 = id, r13 = enter, r15 = leave: callee-saved, so they survive the first call.
-                "mov r14, r12",
-                "call r13",
-                "mov rdi, r12",
-                "call r15",
-                in("r12") method,
-                in("r13") enter,
-                in("r15") leave,
-                out("r14") _,
-                clobber_abi("C"),
-            );
-        }
-    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -368,34 +193,5 @@ mod tests {
         let cost = measure_cost();
         assert!(cost.outer_ticks > 0.0 && cost.inner_ticks >= 0.0, "{cost:?}");
         assert!(cost.inner_ticks < cost.outer_ticks, "{cost:?}");
-    }
-}
-
-/// The fast paths run with the caller's vector registers live, so their compiled code must not
-/// touch a vector register, call anything (a callee could) or contain a panic branch. This reads
-/// this test binary's own machine code (compiled with the same settings as the agent library:
-/// see the workspace `Cargo.toml`) with `objdump` and checks.
-#[cfg(all(test, target_arch = "x86_64"))]
-mod fast_path_code {
-    #[test]
-    fn fast_paths_are_leaf_integer_code() {
-        let exe = std::env::current_exe().unwrap();
-        let out = std::process::Command::new("objdump")
-            .args(["-d", "--no-show-raw-insn", "-M", "intel", "-C"])
-            .arg(&exe)
-            .output()
-            .expect("objdump (binutils) is needed to check the hooks' machine code");
-        assert!(out.status.success());
-        let text = String::from_utf8_lossy(&out.stdout);
-        for name in ["enter_fast_exact", "leave_fast_exact", "enter_fast_untimed", "leave_fast_untimed"] {
-            let header = format!("sonde_agent::hooks::{name}>:");
-            let start = text.find(&header).unwrap_or_else(|| panic!("{name} not found in {}", exe.display()));
-            let body: Vec<&str> = text[start..].lines().skip(1).take_while(|l| !l.trim().is_empty()).collect();
-            assert!(!body.is_empty());
-            for line in &body {
-                let bad = ["xmm", "ymm", "zmm", "call", "ud2"].iter().find(|w| line.contains(*w));
-                assert!(bad.is_none(), "{name} contains `{}`:\n{}", bad.unwrap(), body.join("\n"));
-            }
-        }
     }
 }

@@ -115,7 +115,7 @@ pub mod slot {
 #[cfg(not(target_arch = "x86_64"))]
 pub mod slot {
     use super::ThreadState;
-    
+
     thread_local! {
         static CURRENT: Cell<*const ThreadState> = const { Cell::new(std::ptr::null()) };
     }
