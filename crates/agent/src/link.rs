@@ -56,6 +56,7 @@ impl Link {
             None => return Ok(()),
         };
         std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
+            crate::signals::block_on_this_thread();
             let mut reader = BufReader::new(reader);
             while let Ok(ControllerMessage::RequestSnapshot) = read_frame::<ControllerMessage>(&mut reader) {
                 if !self.send_snapshot(methods, facts, false) {

@@ -6,6 +6,7 @@ use crate::hooks;
 use crate::link::{Link, SnapshotFacts};
 use crate::log::log;
 use crate::sampler;
+use crate::signals;
 use crate::snapshot::MethodTable;
 use crate::threads;
 use sonde_clr::sys::*;
@@ -14,7 +15,7 @@ use sonde_profile::{Mode, Runtime, Timing};
 use sonde_protocol::{AgentConfig, Hello, MethodRecord, PROTOCOL_VERSION};
 use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 pub struct Profiler;
@@ -26,7 +27,11 @@ struct Active {
     link: Link,
     facts: SnapshotFacts,
     shut_down: AtomicBool,
+    last_exception_snapshot_ns: AtomicU64,
 }
+
+/// See `exception_thrown`.
+const EXCEPTION_SNAPSHOT_GAP: Duration = Duration::from_millis(200);
 
 static ACTIVE: OnceLock<Active> = OnceLock::new();
 static METHODS: OnceLock<MethodTable> = OnceLock::new();
@@ -125,9 +130,23 @@ impl ProfilerCallback for Profiler {
                 HResult(E_FAIL)
             })?;
         }
-        let active = ACTIVE.get_or_init(|| Active { info, config, link, facts, shut_down: AtomicBool::new(false) });
+        let active = ACTIVE.get_or_init(|| Active {
+            info,
+            config,
+            link,
+            facts,
+            shut_down: AtomicBool::new(false),
+            last_exception_snapshot_ns: AtomicU64::new(0),
+        });
         if let Err(e) = active.link.serve(methods(), facts) {
             log!("cannot start the IPC thread: {e}");
+        }
+        if let Err(e) = signals::install(|| {
+            if let Some(active) = ACTIVE.get() {
+                active.link.send_snapshot(methods(), active.facts, false);
+            }
+        }) {
+            log!("cannot install the last-chance snapshot handlers: {e}");
         }
         log!("profiling");
         Ok(())
@@ -158,6 +177,21 @@ impl ProfilerCallback for Profiler {
         if let Ok(os_tid) = active.info.os_thread_id(thread) {
             threads::registry().names.insert(os_tid, name);
         }
+    }
+
+    /// An exception may be about to kill the process: on an unhandled exception the runtime
+    /// aborts without calling `Shutdown` (and resets the signal handlers first, so `signals`
+    /// cannot catch that abort). Send a snapshot now, synchronously, at most once per
+    /// [`EXCEPTION_SNAPSHOT_GAP`] so exception-heavy programs pay at most a few snapshots a second.
+    fn exception_thrown(&self) {
+        let Some(active) = ACTIVE.get() else { return };
+        let now = clock::elapsed_ns();
+        let last = active.last_exception_snapshot_ns.load(Relaxed);
+        if last != 0 && now.saturating_sub(last) < EXCEPTION_SNAPSHOT_GAP.as_nanos() as u64 {
+            return;
+        }
+        active.last_exception_snapshot_ns.store(now.max(1), Relaxed);
+        active.link.send_snapshot(methods(), active.facts, false);
     }
 
     fn exception_unwind_function_enter(&self, function: FunctionID) {

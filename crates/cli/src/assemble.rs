@@ -99,14 +99,15 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
 }
 
 /// (self_ns, total_ns, total_samples) per node. Nodes list parents before children, so one
-/// backward pass accumulates everything bottom-up.
+/// backward pass accumulates everything bottom-up. Totals are rounded to whole nanoseconds first
+/// and self times derived from the rounded figures, so `self + Σ children = total` holds exactly.
 fn times(nodes: &[NodeRecord], timing: Timing, cost: Option<HookCost>) -> Vec<(u64, u64, u64)> {
     let n = nodes.len();
     let mut below_calls = vec![0u64; n]; // calls strictly below each node
-    let mut children_total = vec![0f64; n];
+    let mut children_total = vec![0u64; n];
     let mut subtree_samples: Vec<u64> = nodes.iter().map(|r| r.self_samples).collect();
     let mut subtree_sampled_ns: Vec<u64> = nodes.iter().map(|r| r.sampled_self_ns).collect();
-    let mut total = vec![0f64; n];
+    let mut total = vec![0u64; n];
     let cost = cost.unwrap_or_default();
     for i in (0..n).rev() {
         let r = &nodes[i];
@@ -115,9 +116,9 @@ fn times(nodes: &[NodeRecord], timing: Timing, cost: Option<HookCost>) -> Vec<(u
                 let corrected =
                     r.raw_total_ns as f64 - r.calls as f64 * cost.inner_ns - below_calls[i] as f64 * cost.outer_ns;
                 // Never below what the children (already corrected) account for, never negative.
-                corrected.max(children_total[i]).max(0.0)
+                (corrected.max(0.0).round() as u64).max(children_total[i])
             }
-            Timing::Sampled => subtree_sampled_ns[i] as f64,
+            Timing::Sampled => subtree_sampled_ns[i],
         };
         if let Some(p) = r.parent.map(|p| p as usize).filter(|&p| p < i) {
             below_calls[p] += r.calls + below_calls[i];
@@ -129,10 +130,10 @@ fn times(nodes: &[NodeRecord], timing: Timing, cost: Option<HookCost>) -> Vec<(u
     (0..n)
         .map(|i| {
             let self_ns = match timing {
-                Timing::Exact => (total[i] - children_total[i]).max(0.0),
-                Timing::Sampled => nodes[i].sampled_self_ns as f64,
+                Timing::Exact => total[i] - children_total[i],
+                Timing::Sampled => nodes[i].sampled_self_ns,
             };
-            (self_ns.round() as u64, total[i].round() as u64, subtree_samples[i])
+            (self_ns, total[i], subtree_samples[i])
         })
         .collect()
 }

@@ -25,6 +25,7 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     fn thread_destroyed(&self, _thread: ThreadID) {}
     fn thread_assigned_to_os_thread(&self, _thread: ThreadID, _os_tid: u32) {}
     fn thread_name_changed(&self, _thread: ThreadID, _name: String) {}
+    fn exception_thrown(&self) {}
     fn exception_unwind_function_enter(&self, _function: FunctionID) {}
     fn exception_unwind_function_leave(&self) {}
     /// A callback panicked: stop doing anything that could panic again.
@@ -253,6 +254,16 @@ pub(crate) unsafe extern "system" fn thread_name_changed(
             String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(name, len as usize) })
         };
         h.thread_name_changed(thread, name);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn exception_thrown(
+    _this: *mut ICorProfilerCallback11,
+    _object: ObjectID,
+) -> HRESULT {
+    guard(|h| {
+        h.exception_thrown();
         S_OK
     })
 }

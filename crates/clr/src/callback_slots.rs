@@ -64,7 +64,6 @@ ignored! {
     ObjectsAllocatedByClass(cClassCount: ULONG, classIds: *const ClassID, cObjects: *const ULONG);
     ObjectReferences(objectId: ObjectID, classId: ClassID, cObjectRefs: ULONG, objectRefIds: *const ObjectID);
     RootReferences(cRootRefs: ULONG, rootRefIds: *const ObjectID);
-    ExceptionThrown(thrownObjectId: ObjectID);
     ExceptionSearchFunctionEnter(functionId: FunctionID);
     ExceptionSearchFunctionLeave();
     ExceptionSearchFilterEnter(functionId: FunctionID);
@@ -160,7 +159,7 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     ObjectsAllocatedByClass: ObjectsAllocatedByClass,
     ObjectReferences: ObjectReferences,
     RootReferences: RootReferences,
-    ExceptionThrown: ExceptionThrown,
+    ExceptionThrown: exception_thrown,
     ExceptionSearchFunctionEnter: ExceptionSearchFunctionEnter,
     ExceptionSearchFunctionLeave: ExceptionSearchFunctionLeave,
     ExceptionSearchFilterEnter: ExceptionSearchFilterEnter,

@@ -1,0 +1,123 @@
+//! Last-chance snapshots for a process that dies without shutting its runtime down.
+//!
+//! The runtime's `Shutdown` callback is where the agent sends its final snapshot, but two common
+//! ends skip it: an unhandled exception (the runtime calls `abort()`: SIGABRT) and Ctrl-C (.NET
+//! re-raises SIGINT with the default action when no handler cancels it). For those signals the
+//! agent installs a handler that asks the snapshot thread for one more snapshot, waits for it (at
+//! most [`WAIT`]) and then hands the signal to whatever handler was there before — so the
+//! program's own signal behaviour, and its exit status, stay what they were.
+//!
+//! The handler does only async-signal-safe things: an atomic add, `write` to a pipe, `nanosleep`,
+//! and the chaining. The snapshot is built on an ordinary thread, which (like every agent thread)
+//! blocks these signals so a handler never waits for the thread it interrupted.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
+use std::time::Duration;
+
+/// Signals after which the runtime will not call `Shutdown`.
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT];
+/// Longest a dying process is held back for its snapshot.
+const WAIT: Duration = Duration::from_secs(1);
+
+static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+static REQUESTED: AtomicU64 = AtomicU64::new(0);
+static SENT: AtomicU64 = AtomicU64::new(0);
+static PREVIOUS: [OnceLock<libc::sigaction>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+/// Blocks [`SIGNALS`] on the calling thread (agent threads call this first).
+pub fn block_on_this_thread() {
+    // SAFETY: plain libc calls on a local, fully initialised signal set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Starts the snapshot thread (running `snapshot` on request) and installs the handlers.
+pub fn install(snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let [read_fd, write_fd] = fds;
+    std::thread::Builder::new().name("sonde-signal".into()).spawn(move || {
+        block_on_this_thread();
+        let mut byte = 0u8;
+        // SAFETY: reads one byte into a local from a descriptor this thread owns.
+        while unsafe { libc::read(read_fd, (&raw mut byte).cast(), 1) } == 1 {
+            let ticket = REQUESTED.load(SeqCst);
+            snapshot();
+            SENT.fetch_max(ticket, SeqCst);
+        }
+    })?;
+    PIPE_WRITE.store(write_fd, SeqCst);
+    for (i, sig) in SIGNALS.into_iter().enumerate() {
+        // SAFETY: installs `handler` (async-signal-safe, see the module docs) with the flags its
+        // signature needs, saving the previous action for chaining; both structs are local or
+        // static and fully initialised.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, &action, &mut previous) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let _ = PREVIOUS[i].set(previous);
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    let ticket = REQUESTED.fetch_add(1, SeqCst) + 1;
+    let fd = PIPE_WRITE.load(SeqCst);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: write(2) is async-signal-safe; one byte from a local.
+        unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
+        let step = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+        for _ in 0..WAIT.as_millis() {
+            if SENT.load(SeqCst) >= ticket {
+                break;
+            }
+            // SAFETY: nanosleep(2) is async-signal-safe.
+            unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
+        }
+    }
+    chain(sig, info, context);
+}
+
+/// Gives the signal to the handler that was installed before ours.
+fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    let Some(previous) = SIGNALS.iter().position(|&s| s == sig).and_then(|i| PREVIOUS[i].get()) else { return };
+    match previous.sa_sigaction {
+        libc::SIG_IGN => {}
+        libc::SIG_DFL => {
+            // SAFETY: restores the default action and re-raises; the signal is blocked while this
+            // handler runs, so it is delivered (with its default effect) when the handler returns.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::raise(sig);
+            }
+        }
+        f if previous.sa_flags & libc::SA_SIGINFO != 0 => {
+            // SAFETY: the previous handler was installed with SA_SIGINFO, so it has this signature.
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                unsafe { std::mem::transmute(f) };
+            f(sig, info, context);
+        }
+        f => {
+            // SAFETY: the previous handler was installed without SA_SIGINFO: a one-argument handler.
+            let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(f) };
+            f(sig);
+        }
+    }
+}
