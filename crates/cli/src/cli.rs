@@ -72,8 +72,20 @@ pub struct RecordArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
+    /// Hot methods and a caller/callee report, for a terminal.
     Text,
+    /// The `sonde.report/1` JSON contract.
     Json,
+    /// One self-contained interactive page (flame graph, tables, call tree, callers/callees).
+    Html,
+    /// speedscope's JSON format (open in speedscope.app).
+    Speedscope,
+    /// gzip-compressed profile.proto (go tool pprof, Pyroscope).
+    Pprof,
+    /// Folded stacks (`a;b;c N`), for flamegraph.pl, inferno and friends.
+    Collapsed,
+    /// A flame graph as SVG.
+    Flamegraph,
 }
 
 #[derive(Debug, Args)]

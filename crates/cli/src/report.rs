@@ -10,6 +10,11 @@ pub fn report(args: ReportArgs) -> Result<()> {
     let format = match args.format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
+        FormatArg::Html => Format::Html,
+        FormatArg::Speedscope => Format::Speedscope,
+        FormatArg::Pprof => Format::Pprof,
+        FormatArg::Collapsed => Format::Collapsed,
+        FormatArg::Flamegraph => Format::Flamegraph,
     };
     let renderer = renderer(format);
     match &args.output {

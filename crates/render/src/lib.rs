@@ -11,8 +11,13 @@
 
 #![forbid(unsafe_code)]
 
+mod collapsed;
+mod flamegraph;
 pub mod fmt;
+mod html;
 mod json;
+mod pprof;
+mod speedscope;
 mod text;
 
 use std::io;
@@ -20,7 +25,12 @@ use std::str::FromStr;
 
 use sonde_profile::Profile;
 
+pub use collapsed::CollapsedRenderer;
+pub use flamegraph::FlamegraphRenderer;
+pub use html::HtmlRenderer;
 pub use json::{JsonRenderer, SCHEMA};
+pub use pprof::PprofRenderer;
+pub use speedscope::SpeedscopeRenderer;
 pub use text::TextRenderer;
 
 /// One output format.
@@ -35,16 +45,37 @@ pub enum Format {
     Text,
     /// The `sonde.report/1` JSON contract, for programs.
     Json,
+    /// One self-contained interactive HTML page.
+    Html,
+    /// speedscope's file format (speedscope.app).
+    Speedscope,
+    /// gzip-compressed `profile.proto` (go tool pprof, Pyroscope).
+    Pprof,
+    /// Folded stacks, one `a;b;c N` line per stack.
+    Collapsed,
+    /// A flame graph as SVG.
+    Flamegraph,
 }
 
 impl Format {
-    pub const ALL: [Format; 2] = [Format::Text, Format::Json];
+    pub const ALL: [Format; 7] =
+        [Format::Text, Format::Json, Format::Html, Format::Speedscope, Format::Pprof, Format::Collapsed, Format::Flamegraph];
 
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
             Format::Json => "json",
+            Format::Html => "html",
+            Format::Speedscope => "speedscope",
+            Format::Pprof => "pprof",
+            Format::Collapsed => "collapsed",
+            Format::Flamegraph => "flamegraph",
         }
+    }
+
+    /// True for formats that are bytes rather than text (not for a terminal).
+    pub fn is_binary(self) -> bool {
+        matches!(self, Format::Pprof)
     }
 }
 
@@ -56,7 +87,7 @@ impl std::fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown report format {0:?} (expected text or json)")]
+#[error("unknown report format {0:?} (expected text, json, html, speedscope, pprof, collapsed or flamegraph)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -72,6 +103,11 @@ pub fn renderer(format: Format) -> Box<dyn Renderer> {
     match format {
         Format::Text => Box::new(TextRenderer),
         Format::Json => Box::new(JsonRenderer),
+        Format::Html => Box::new(HtmlRenderer),
+        Format::Speedscope => Box::new(SpeedscopeRenderer),
+        Format::Pprof => Box::new(PprofRenderer),
+        Format::Collapsed => Box::new(CollapsedRenderer),
+        Format::Flamegraph => Box::new(FlamegraphRenderer),
     }
 }
 
@@ -91,7 +127,10 @@ mod tests {
             assert_eq!(f.to_string(), f.name());
         }
         assert_eq!("JSON".parse::<Format>(), Ok(Format::Json));
-        let err = "html".parse::<Format>().unwrap_err();
-        assert_eq!(err.to_string(), "unknown report format \"html\" (expected text or json)");
+        let err = "svg".parse::<Format>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed or flamegraph)"
+        );
     }
 }
