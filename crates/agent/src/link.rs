@@ -29,7 +29,8 @@ struct LinkState {
 #[derive(Clone, Copy)]
 pub struct SnapshotFacts {
     pub sample_interval_ns: u64,
-    pub hook_cost_ticks: Option<(f64, f64)>,
+    /// Exact timing: snapshots carry the hook cost, re-measured each time (`hooks::measure_cost`).
+    pub exact_timing: bool,
 }
 
 impl Link {
@@ -83,7 +84,10 @@ impl Link {
             seq: state.seq,
             last,
             sample_interval_ns: facts.sample_interval_ns,
-            hook_cost_ticks: facts.hook_cost_ticks,
+            hook_cost_ticks: facts.exact_timing.then(|| {
+                let cost = crate::hooks::measure_cost();
+                (cost.inner_ticks, cost.outer_ticks)
+            }),
             new_methods,
         }));
         let Some(stream) = state.stream.as_mut() else { return false };

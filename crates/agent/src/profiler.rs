@@ -110,11 +110,10 @@ impl ProfilerCallback for Profiler {
             e
         };
         info.set_event_mask(mask, 0).map_err(|e| fail("SetEventMask", e))?;
-        let hook_cost_ticks = timed.then(|| {
+        if timed {
             let cost = hooks::measure_cost();
             log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
-            (cost.inner_ticks, cost.outer_ticks)
-        });
+        }
         // SAFETY: `hooks::hooks` returns entry points built for this architecture's convention
         // (naked trampolines for the fast hooks on x86-64, C functions for the WithInfo hooks).
         unsafe { info.set_enter_leave_hooks(hook_set.enter, hook_set.leave, hook_set.tailcall, hook_set.with_info) }
@@ -122,8 +121,10 @@ impl ProfilerCallback for Profiler {
         info.set_function_mapper(map_function).map_err(|e| fail("SetFunctionIDMapper2", e))?;
 
         let interval = Duration::from_micros(config.interval_us);
-        let facts =
-            SnapshotFacts { sample_interval_ns: if timed { 0 } else { interval.as_nanos() as u64 }, hook_cost_ticks };
+        let facts = SnapshotFacts {
+            sample_interval_ns: if timed { 0 } else { interval.as_nanos() as u64 },
+            exact_timing: timed && floor.is_none(),
+        };
         if !timed {
             sampler::start(interval).map_err(|e| {
                 log!("cannot start the sampler: {e}");

@@ -15,6 +15,7 @@ use sonde_protocol::{HookCost, NodeRecord};
 pub struct RunFacts {
     pub command: Vec<String>,
     pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
 }
 
 /// `None` when the agent never sent anything usable (no handshake or no snapshot).
@@ -85,6 +86,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         command: facts.command,
         pid: hello.pid,
         exit_code: facts.exit_code,
+        signal: facts.signal,
         wall_ns: snapshot.wall_ns,
         started_unix_ms: hello.started_unix_ms,
         sample_interval_ns: snapshot.sample_interval_ns,

@@ -6,6 +6,7 @@
 mod assemble;
 mod cli;
 mod collector;
+mod launch;
 mod record;
 mod report;
 mod summary;

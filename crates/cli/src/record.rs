@@ -3,19 +3,18 @@
 use crate::assemble::{RunFacts, assemble};
 use crate::cli::{ModeArg, RecordArgs, TimingArg};
 use crate::collector::{Collector, Session};
+use crate::launch;
 use crate::summary;
 use anyhow::{Context, Result, bail};
 use sonde_profile::{Mode, Timing};
-use sonde_protocol::{AgentConfig, MethodFilter, config};
+use sonde_protocol::{AgentConfig, MethodFilter};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The CLSID the agent answers to in `DllGetClassObject`.
-pub const PROFILER_CLSID: &str = "{9E2B6C4A-5D0F-4E8B-A1C3-7F5D2E9B0A61}";
 /// How often the controller asks for a snapshot while the program runs, so that a program that
 /// dies without shutting its runtime down (a crash, a kill) loses at most this much.
 const SNAPSHOT_PERIOD: Duration = Duration::from_secs(1);
@@ -32,7 +31,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if args.mode == ModeArg::Sampling {
         bail!("--mode sampling is not available yet; use --mode tracing (the default)");
     }
-    let agent = locate_agent()?;
+    let agent = launch::locate_agent()?;
     let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
     let config = AgentConfig {
         socket: Some(collector.socket().to_path_buf()),
@@ -46,16 +45,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         log: args.agent_log.clone(),
     };
 
-    let mut command = Command::new(&args.command[0]);
-    command.args(&args.command[1..]);
-    for var in config::ALL_VARS {
-        command.env_remove(var);
-    }
-    command
-        .env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", PROFILER_CLSID)
-        .env("CORECLR_PROFILER_PATH", &agent)
-        .envs(config.to_env());
+    let mut command = launch::command(&args.command, &agent, &config);
 
     // Ctrl-C in a terminal reaches the whole foreground process group: the program gets it
     // directly and decides what to do. We stay alive to collect what it leaves behind, and ask
@@ -68,7 +58,6 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone())
         .context("cannot install a signal handler")?;
 
-    let started = Instant::now();
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::anyhow!("cannot run `{}`: command not found", args.command[0]),
         _ => anyhow::anyhow!("cannot run `{}`: {e}", args.command[0]),
@@ -85,7 +74,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         if terminated.swap(false, Ordering::Relaxed) {
             // SIGTERM is meant for us; pass it on so the program can shut down cleanly.
             collector.request_snapshots();
-            let _ = Command::new("kill").arg("-TERM").arg(child_pid.to_string()).status();
+            launch::send_signal(child_pid, rustix::process::Signal::TERM);
         }
         if last_snapshot.elapsed() >= SNAPSHOT_PERIOD {
             collector.request_snapshots();
@@ -93,7 +82,6 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let elapsed = started.elapsed();
     let exit = exit_code(status);
     let connected = collector.connected();
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
@@ -112,7 +100,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     }
     if !v.quiet {
         for (path, profile) in &written {
-            summary::print(profile, path, elapsed);
+            summary::print(profile, path);
         }
     }
     Ok(exit)
@@ -133,8 +121,14 @@ fn write_profiles(
     let mut written = Vec::new();
     for session in &usable {
         let pid = session.hello.as_ref().map_or(0, |h| h.pid);
-        let facts =
-            RunFacts { command: args.command.clone(), exit_code: if pid == child_pid { status.code() } else { None } };
+        // The program we started is described by the user's command and its exit status; a
+        // process it started in turn, by its own command line (its status is not ours to see).
+        let facts = if pid == child_pid {
+            RunFacts { command: args.command.clone(), exit_code: status.code(), signal: status.signal() }
+        } else {
+            let command = session.hello.as_ref().map(|h| h.command_line.clone()).unwrap_or_default();
+            RunFacts { command, exit_code: None, signal: None }
+        };
         let Some(profile) = assemble(session, facts) else {
             eprintln!("sonde: process {pid}: the agent's data was inconsistent; skipped");
             continue;
@@ -162,29 +156,6 @@ fn with_pid(path: &Path, pid: u32) -> PathBuf {
         None => format!("{stem}.{pid}"),
     };
     path.with_file_name(name)
-}
-
-/// The agent library: `$SONDE_AGENT`, else beside the `sonde` executable, else in `../lib/sonde/`.
-fn locate_agent() -> Result<PathBuf> {
-    const NAME: &str = "libsonde_agent.so";
-    if let Some(path) = std::env::var_os("SONDE_AGENT") {
-        let path = PathBuf::from(path);
-        if path.is_file() {
-            return Ok(path);
-        }
-        bail!("SONDE_AGENT points to {}, which does not exist", path.display());
-    }
-    let exe = std::env::current_exe().context("cannot find the sonde executable")?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    for candidate in [dir.join(NAME), dir.join("../lib/sonde").join(NAME)] {
-        if candidate.is_file() {
-            return Ok(candidate.canonicalize().unwrap_or(candidate));
-        }
-    }
-    bail!(
-        "cannot find the agent library {NAME} next to {} (build it with `cargo build -p sonde-agent`, or set SONDE_AGENT)",
-        exe.display()
-    )
 }
 
 #[cfg(test)]

@@ -4,11 +4,10 @@
 use sonde_profile::{Analysis, Profile};
 use sonde_render::fmt::{count, duration};
 use std::path::Path;
-use std::time::Duration;
 
 const TOP: usize = 5;
 
-pub fn print(profile: &Profile, path: &Path, elapsed: Duration) {
+pub fn print(profile: &Profile, path: &Path) {
     let analysis = Analysis::new(profile);
     let totals = analysis.totals();
     eprintln!(
@@ -17,7 +16,7 @@ pub fn print(profile: &Profile, path: &Path, elapsed: Duration) {
         count(totals.calls),
         analysis.methods().iter().filter(|m| m.calls > 0).count(),
         profile.threads.len(),
-        duration(elapsed.as_nanos() as u64),
+        duration(profile.run.wall_ns),
         path.display()
     );
     let mut top: Vec<(usize, u64)> =

@@ -77,6 +77,8 @@ pub struct RunInfo {
     pub pid: u32,
     /// The process exit code, when it is known (`None` when it died by a signal or is unknown).
     pub exit_code: Option<i32>,
+    /// The signal that ended the process, when it died by one.
+    pub signal: Option<i32>,
     /// From the agent's start to its last snapshot.
     pub wall_ns: u64,
     /// Unix time in milliseconds at which the agent started.

@@ -13,6 +13,7 @@ pub fn run_info(mode: Mode) -> RunInfo {
         command: vec!["dotnet".into(), "app.dll".into()],
         pid: 4242,
         exit_code: Some(0),
+        signal: None,
         wall_ns: 1_000_000,
         started_unix_ms: 1_700_000_000_000,
         sample_interval_ns: 0,

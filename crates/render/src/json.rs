@@ -40,6 +40,7 @@ impl Renderer for JsonRenderer {
             command: &run.command,
             pid: run.pid,
             exit_code: run.exit_code,
+            signal: run.signal,
             wall_ns: run.wall_ns,
             sample_interval_ns: run.sample_interval_ns,
             compensation: run.compensation.map(|c| CompensationView {
@@ -107,6 +108,7 @@ struct Report<'a, T, M, N> {
     command: &'a [String],
     pid: u32,
     exit_code: Option<i32>,
+    signal: Option<i32>,
     wall_ns: u64,
     sample_interval_ns: u64,
     compensation: Option<CompensationView>,

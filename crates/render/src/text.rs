@@ -94,7 +94,11 @@ fn header(out: &mut impl Write, view: &View) -> io::Result<()> {
         (Mode::Tracing, None) => "tracing".to_owned(),
         (Mode::Sampling, _) => format!("sampling{}", every(run.sample_interval_ns)),
     };
-    let exit = run.exit_code.map_or("unknown".to_owned(), |c| c.to_string());
+    let exit = match (run.exit_code, run.signal) {
+        (Some(code), _) => code.to_string(),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "unknown".to_owned(),
+    };
 
     writeln!(out, "Sonde profile of: {}", Clean(&command_line(&run.command)))?;
     writeln!(out, "  pid          {}", run.pid)?;

@@ -63,6 +63,7 @@ fn run(mode: Mode) -> RunInfo {
         command: vec!["dotnet".into(), "Acme.dll".into(), "--name".into(), "two words".into()],
         pid: 4242,
         exit_code: Some(0),
+        signal: None,
         wall_ns: 12_500_000,
         started_unix_ms: 1_700_000_000_000,
         sample_interval_ns: 0,
