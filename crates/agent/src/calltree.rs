@@ -137,7 +137,7 @@ fn cache_slot(parent: u32, method: u32) -> (usize, u64) {
 /// points into the tree's own chunks or `overflow` box, which are never freed or moved while the
 /// tree exists; and trees of threads live for the whole process.
 #[inline(always)]
-fn at<'a>(_tree: &'a CallTree, node: *const Node) -> Option<&'a Node> {
+fn at(_tree: &CallTree, node: *const Node) -> Option<&Node> {
     // SAFETY: see above — null or a live node of `_tree`, which outlives the returned reference.
     unsafe { node.as_ref() }
 }

@@ -3,6 +3,9 @@
 //! compile). Slots Sonde handles point to `crate::callback`; every other callback is a no-op that returns
 //! S_OK: the runtime only calls those it was asked for through the event mask.
 
+// Every slot is spelled out, including `Name: Name`, so the table reads as the idl does.
+#![allow(clippy::redundant_field_names)]
+
 use crate::callback::*;
 use core::ffi::c_void;
 use sonde_clr_sys::*;

@@ -79,10 +79,8 @@ impl ProfilerInfo {
             // SAFETY: `unknown` is live (caller contract); QueryInterface writes `out` and AddRefs
             // it on success. We keep that reference for the life of the process.
             let hr = unsafe { ((*(*unknown.as_ptr()).vtbl).QueryInterface)(unknown.as_ptr(), iid, &mut out) };
-            if hr >= 0 {
-                if let Some(ptr) = NonNull::new(out.cast::<ICorProfilerInfo14>()) {
-                    return Ok(ProfilerInfo { ptr, version });
-                }
+            if let Some(ptr) = NonNull::new(out.cast::<ICorProfilerInfo14>()).filter(|_| hr >= 0) {
+                return Ok(ProfilerInfo { ptr, version });
             }
         }
         Err(HResult(E_NOINTERFACE))
@@ -166,7 +164,7 @@ impl ProfilerInfo {
             &mut len,
             null_mut()
         ))?;
-        Ok(RuntimeInfo { runtime_type: runtime_type as u32, major, minor, build, qfe })
+        Ok(RuntimeInfo { runtime_type, major, minor, build, qfe })
     }
 
     /// Names a function: its method, declaring type (nested types resolved), signature, module and
