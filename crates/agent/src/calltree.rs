@@ -340,6 +340,27 @@ impl CallTree {
         }
     }
 
+    /// Counts one stack sample (sampling mode): `path` is the stack root first, as method ids.
+    /// The leaf gets the sample; `periods` is how many sampling intervals it stands for.
+    /// Called only by the drain thread, the single writer of sampled trees.
+    pub fn record_sample(&self, path: &[u32], periods: u64, ns: u64) {
+        let Some(mut node) = self.node(ROOT) else { return };
+        for &method in path {
+            match self.child(node, method) {
+                Some(child) => node = child,
+                None => {
+                    bump(&self.lost, periods);
+                    return;
+                }
+            }
+        }
+        if path.is_empty() {
+            return;
+        }
+        bump(&node.self_samples, periods);
+        bump(&node.sampled_ns, ns);
+    }
+
     /// The open frames, innermost first (for snapshots: their running time is not yet in
     /// `total_ticks`). Racy by design when read from another thread; bounded by the node count.
     pub fn open_frames(&self) -> Vec<u32> {

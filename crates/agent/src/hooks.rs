@@ -136,6 +136,42 @@ pub struct MeasuredCost {
     pub outer_ticks: f64,
 }
 
+/// Calibrates one runtime's hooks: `enter`/`leave` open and close the calibration's parent call,
+/// `pair` makes one complete child call, each through that runtime's real entry points (the
+/// CoreCLR trampolines by default; the Mono backend brings its callbacks, see [`use_cost_probe`]).
+pub struct CostProbe {
+    enter: fn(usize),
+    leave: fn(usize),
+    pair: fn(usize),
+    state: OnceLock<&'static threads::ThreadState>,
+    best: Mutex<Option<MeasuredCost>>,
+}
+
+impl CostProbe {
+    pub const fn new(enter: fn(usize), leave: fn(usize), pair: fn(usize)) -> CostProbe {
+        CostProbe { enter, leave, pair, state: OnceLock::new(), best: Mutex::new(None) }
+    }
+}
+
+fn coreclr_enter(method: usize) {
+    enter_exact(method)
+}
+fn coreclr_leave(method: usize) {
+    leave_exact(method)
+}
+fn coreclr_pair(method: usize) {
+    call_pair(true, method)
+}
+
+static CORECLR_PROBE: CostProbe = CostProbe::new(coreclr_enter, coreclr_leave, coreclr_pair);
+static PROBE: OnceLock<&'static CostProbe> = OnceLock::new();
+
+/// Makes [`measure_cost`] calibrate `probe`'s hooks instead of the CoreCLR ones. Called once, at
+/// start-up, by a backend whose hooks are other entry points (one runtime per process).
+pub fn use_cost_probe(probe: &'static CostProbe) {
+    let _ = PROBE.set(probe);
+}
+
 /// Measures the exact-timing hook cost and returns the lowest figures seen so far.
 ///
 /// The cost of a hook is its undisturbed cost: interruptions during a real run are real time of
@@ -144,42 +180,46 @@ pub struct MeasuredCost {
 /// (off the program's threads) and keeps the minimum. Under-correcting leaves a little hook time in
 /// the figures; over-correcting would erase real time, so the estimator errs low.
 pub fn measure_cost() -> MeasuredCost {
-    const BATCH: u64 = 500;
-    const BATCHES: usize = 40;
-    const PARENT: usize = 1;
-    const CHILD: usize = 2;
-    static STATE: OnceLock<&'static threads::ThreadState> = OnceLock::new();
-    static BEST: Mutex<Option<MeasuredCost>> = Mutex::new(None);
-    let mut best = BEST.lock().unwrap_or_else(|e| e.into_inner());
-    let state = *STATE.get_or_init(|| Box::leak(Box::new(threads::ThreadState::new(0))));
-    let measured = threads::with_private_state(state, || {
-        let (mut inner, mut outer) = (f64::MAX, f64::MAX);
-        enter_exact(PARENT);
-        call_pair(true, CHILD); // the same two nodes every time: root → PARENT → CHILD
-        let child = state.tree.node(2).expect("the calibration child node");
-        for _ in 0..BATCHES {
-            let before = child.total_ticks.load(Relaxed);
-            let start = clock::ticks();
-            for _ in 0..BATCH {
-                call_pair(true, CHILD);
+    PROBE.get().copied().unwrap_or(&CORECLR_PROBE).measure()
+}
+
+impl CostProbe {
+    fn measure(&self) -> MeasuredCost {
+        const BATCH: u64 = 500;
+        const BATCHES: usize = 40;
+        const PARENT: usize = 1;
+        const CHILD: usize = 2;
+        let mut best = self.best.lock().unwrap_or_else(|e| e.into_inner());
+        let state = *self.state.get_or_init(|| Box::leak(Box::new(threads::ThreadState::new(0))));
+        let measured = threads::with_private_state(state, || {
+            let (mut inner, mut outer) = (f64::MAX, f64::MAX);
+            (self.enter)(PARENT);
+            (self.pair)(CHILD); // the same two nodes every time: root → PARENT → CHILD
+            let child = state.tree.node(2).expect("the calibration child node");
+            for _ in 0..BATCHES {
+                let before = child.total_ticks.load(Relaxed);
+                let start = clock::ticks();
+                for _ in 0..BATCH {
+                    (self.pair)(CHILD);
+                }
+                let elapsed = clock::ticks().wrapping_sub(start) as f64 / BATCH as f64;
+                let inside = child.total_ticks.load(Relaxed).wrapping_sub(before) as f64 / BATCH as f64;
+                outer = outer.min(elapsed);
+                inner = inner.min(inside);
             }
-            let elapsed = clock::ticks().wrapping_sub(start) as f64 / BATCH as f64;
-            let inside = child.total_ticks.load(Relaxed).wrapping_sub(before) as f64 / BATCH as f64;
-            outer = outer.min(elapsed);
-            inner = inner.min(inside);
-        }
-        leave_exact(PARENT);
-        MeasuredCost { inner_ticks: inner, outer_ticks: outer }
-    });
-    let merged = match *best {
-        Some(b) => MeasuredCost {
-            inner_ticks: b.inner_ticks.min(measured.inner_ticks),
-            outer_ticks: b.outer_ticks.min(measured.outer_ticks),
-        },
-        None => measured,
-    };
-    *best = Some(merged);
-    merged
+            (self.leave)(PARENT);
+            MeasuredCost { inner_ticks: inner, outer_ticks: outer }
+        });
+        let merged = match *best {
+            Some(b) => MeasuredCost {
+                inner_ticks: b.inner_ticks.min(measured.inner_ticks),
+                outer_ticks: b.outer_ticks.min(measured.outer_ticks),
+            },
+            None => measured,
+        };
+        *best = Some(merged);
+        merged
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod link;
 mod log;
 mod profiler;
 mod sampler;
+pub mod sampling;
 mod signals;
 mod snapshot;
 pub mod threads;

@@ -31,6 +31,8 @@ pub struct SnapshotFacts {
     pub sample_interval_ns: u64,
     /// Exact timing: snapshots carry the hook cost, re-measured each time (`hooks::measure_cost`).
     pub exact_timing: bool,
+    /// Sampling mode: pending samples are drained into the trees first, and counts are reported.
+    pub sampling: bool,
 }
 
 impl Link {
@@ -78,6 +80,9 @@ impl Link {
         if state.stream.is_none() {
             return false;
         }
+        if facts.sampling {
+            crate::sampling::drain();
+        }
         let (new_methods, methods_total) = methods.since(state.methods_sent);
         state.seq += 1;
         let message = AgentMessage::Snapshot(snapshot::take(SnapshotContext {
@@ -89,6 +94,7 @@ impl Link {
                 (cost.inner_ticks, cost.outer_ticks)
             }),
             new_methods,
+            sampling: facts.sampling,
         }));
         let Some(stream) = state.stream.as_mut() else { return false };
         match write_frame(stream, &message) {

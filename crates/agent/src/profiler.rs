@@ -6,14 +6,16 @@ use crate::hooks;
 use crate::link::{Link, SnapshotFacts};
 use crate::log::log;
 use crate::sampler;
+use crate::sampling;
 use crate::signals;
 use crate::snapshot::MethodTable;
 use crate::threads;
 use sonde_clr::sys::*;
 use sonde_clr::{HResult, ProfilerCallback, ProfilerInfo};
-use sonde_profile::{Mode, Runtime, Timing};
+use sonde_profile::{Mode, Runtime, SampleClock, Timing};
 use sonde_protocol::{AgentConfig, Hello, MethodRecord, PROTOCOL_VERSION};
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -62,10 +64,6 @@ impl ProfilerCallback for Profiler {
             log!("{} is not set: nothing to report to; staying inactive", sonde_protocol::config::ENV_SOCKET);
             return Err(HResult(E_FAIL));
         };
-        if config.mode != Mode::Tracing {
-            log!("mode {:?} is not supported by this agent", config.mode);
-            return Err(HResult(E_FAIL));
-        }
         let hello = Hello {
             protocol: PROTOCOL_VERSION,
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -73,6 +71,7 @@ impl ProfilerCallback for Profiler {
             runtime: Runtime { kind: "coreclr".into(), version: runtime_version(&info) },
             mode: config.mode,
             timing: config.timing,
+            clock: (config.mode == Mode::Sampling).then_some(config.clock),
             command_line: command_line(),
             started_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -82,55 +81,15 @@ impl ProfilerCallback for Profiler {
             log!("{e}");
             HResult(E_FAIL)
         })?;
-
-        let timed = config.timing == Timing::Exact;
-        let floor = match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
-            Ok("empty") => Some(hooks::Floor::Empty),
-            Ok("clock") => Some(hooks::Floor::Clock),
-            _ => None,
+        let started = match config.mode {
+            Mode::Tracing => start_tracing(&info, &config),
+            Mode::Sampling => start_sampling(&info, &config),
         };
-        if let Some(floor) = floor {
-            log!("benchmark floor hooks: {floor:?}; nothing is recorded");
-        }
-        let hook_set = floor.map_or_else(|| hooks::hooks(timed), hooks::floor_hooks);
-        let mut mask = COR_PRF_MONITOR_ENTERLEAVE
-            | COR_PRF_DISABLE_INLINING
-            | COR_PRF_MONITOR_EXCEPTIONS
-            | COR_PRF_MONITOR_THREADS;
-        if hook_set.with_info {
-            mask |= COR_PRF_ENABLE_FRAME_INFO;
-        }
-        if config.filter.may_trace_framework() {
-            // Precompiled (ReadyToRun) framework code has no hooks; have it JIT-ed instead.
-            mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
-        }
-        let fail = |what: &str, e: HResult| {
+        let facts = started.map_err(|(what, e)| {
             log!("{what} failed: {e}");
             link.send_error(format!("{what} failed: {e}"));
             e
-        };
-        info.set_event_mask(mask, 0).map_err(|e| fail("SetEventMask", e))?;
-        if timed {
-            let cost = hooks::measure_cost();
-            log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
-        }
-        // SAFETY: `hooks::hooks` returns entry points built for this architecture's convention
-        // (naked trampolines for the fast hooks on x86-64, C functions for the WithInfo hooks).
-        unsafe { info.set_enter_leave_hooks(hook_set.enter, hook_set.leave, hook_set.tailcall, hook_set.with_info) }
-            .map_err(|e| fail("SetEnterLeaveFunctionHooks3", e))?;
-        info.set_function_mapper(map_function).map_err(|e| fail("SetFunctionIDMapper2", e))?;
-
-        let interval = Duration::from_micros(config.interval_us);
-        let facts = SnapshotFacts {
-            sample_interval_ns: if timed { 0 } else { interval.as_nanos() as u64 },
-            exact_timing: timed && floor.is_none(),
-        };
-        if !timed {
-            sampler::start(interval).map_err(|e| {
-                log!("cannot start the sampler: {e}");
-                HResult(E_FAIL)
-            })?;
-        }
+        })?;
         let active = ACTIVE.get_or_init(|| Active {
             info,
             config,
@@ -163,9 +122,28 @@ impl ProfilerCallback for Profiler {
         log!("shutdown; final snapshot {}", if sent { "sent" } else { "not sent" });
     }
 
+    fn thread_created(&self, thread: ThreadID) {
+        let Some(active) = ACTIVE.get() else { return };
+        if active.config.mode == Mode::Sampling {
+            if let Some(os_tid) = active.info.os_thread_id(thread).ok().filter(|&t| t != 0) {
+                start_sampling_thread(os_tid);
+            }
+        }
+    }
+
+    fn thread_assigned_to_os_thread(&self, _thread: ThreadID, os_tid: u32) {
+        let Some(active) = ACTIVE.get() else { return };
+        if active.config.mode == Mode::Sampling {
+            start_sampling_thread(os_tid);
+        }
+    }
+
     fn thread_destroyed(&self, thread: ThreadID) {
         let Some(active) = ACTIVE.get() else { return };
         if let Ok(os_tid) = active.info.os_thread_id(thread) {
+            if active.config.mode == Mode::Sampling {
+                sampling::unregister(os_tid);
+            }
             let state = threads::registry().by_tid.get(&os_tid).copied();
             if let Some(state) = state {
                 state.end();
@@ -203,7 +181,7 @@ impl ProfilerCallback for Profiler {
         // The runtime does not call the leave hook for frames an exception unwinds: close the
         // frame here so the tree stays in step with the real stack.
         let function = UNWINDING.with(|u| u.replace(0));
-        let Some(active) = ACTIVE.get() else { return };
+        let Some(active) = ACTIVE.get().filter(|a| a.config.mode == Mode::Tracing) else { return };
         if let Some(id) = methods().id_of(function) {
             let tick = if active.config.timing == Timing::Exact { clock::ticks() } else { 0 };
             threads::current().tree.leave(id, tick);
@@ -215,6 +193,155 @@ impl ProfilerCallback for Profiler {
         if let Some(active) = ACTIVE.get() {
             active.link.send_error("the agent hit an internal error and stopped profiling".into());
         }
+    }
+}
+
+type StartError = (&'static str, HResult);
+
+/// Tracing mode: enter/leave hooks on every method the filter selects.
+fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+    let timed = config.timing == Timing::Exact;
+    let floor = match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
+        Ok("empty") => Some(hooks::Floor::Empty),
+        Ok("clock") => Some(hooks::Floor::Clock),
+        _ => None,
+    };
+    if let Some(floor) = floor {
+        log!("benchmark floor hooks: {floor:?}; nothing is recorded");
+    }
+    let hook_set = floor.map_or_else(|| hooks::hooks(timed), hooks::floor_hooks);
+    let mut mask =
+        COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_DISABLE_INLINING | COR_PRF_MONITOR_EXCEPTIONS | COR_PRF_MONITOR_THREADS;
+    if hook_set.with_info {
+        mask |= COR_PRF_ENABLE_FRAME_INFO;
+    }
+    if config.filter.may_trace_framework() {
+        // Precompiled (ReadyToRun) framework code has no hooks; have it JIT-ed instead.
+        mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
+    }
+    info.set_event_mask(mask, 0).map_err(|e| ("SetEventMask", e))?;
+    if timed {
+        let cost = hooks::measure_cost();
+        log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
+    }
+    // SAFETY: `hooks::hooks` returns entry points built for this architecture's convention
+    // (assembly entry points for the fast hooks on x86-64, C functions for the WithInfo hooks).
+    unsafe { info.set_enter_leave_hooks(hook_set.enter, hook_set.leave, hook_set.tailcall, hook_set.with_info) }
+        .map_err(|e| ("SetEnterLeaveFunctionHooks3", e))?;
+    info.set_function_mapper(map_function).map_err(|e| ("SetFunctionIDMapper2", e))?;
+    let interval = Duration::from_micros(config.interval_us);
+    if !timed {
+        sampler::start(interval).map_err(|_| ("starting the sampler thread", HResult(E_FAIL)))?;
+    }
+    Ok(SnapshotFacts {
+        sample_interval_ns: if timed { 0 } else { interval.as_nanos() as u64 },
+        exact_timing: timed && floor.is_none(),
+        sampling: false,
+    })
+}
+
+/// Sampling mode: no hooks, no JIT flags; per-thread timers and a stack-walking signal handler
+/// (`sampling`). The runtime only reports threads (to start and stop their timers) and exceptions
+/// (for the crash snapshot).
+fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+    info.set_event_mask(COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS, 0).map_err(|e| ("SetEventMask", e))?;
+    let interval = Duration::from_micros(config.interval_us);
+    let clock = match config.clock {
+        SampleClock::Cpu => sampling::Clock::Cpu,
+        SampleClock::Wall => sampling::Clock::Wall,
+    };
+    sampling::start(interval, clock, Box::new(ClrFrames::default()))
+        .map_err(|_| ("installing the sampler", HResult(E_FAIL)))?;
+    // The thread initialising the runtime runs Main; it may never be reported as created.
+    start_sampling_thread(threads::gettid());
+    Ok(SnapshotFacts { sample_interval_ns: interval.as_nanos() as u64, exact_timing: false, sampling: true })
+}
+
+fn start_sampling_thread(os_tid: u32) {
+    if os_tid == 0 {
+        return;
+    }
+    threads::state_for(os_tid);
+    sampling::register(os_tid);
+}
+
+/// Resolves sampled instruction pointers to methods: managed code through the runtime, native
+/// code through the dynamic linker's symbols, anything else as unknown code (stubs, JIT helpers).
+#[derive(Default)]
+struct ClrFrames {
+    cache: HashMap<usize, u32>,
+}
+
+impl ClrFrames {
+    fn managed(&self, function: FunctionID) -> u32 {
+        if let Some(id) = methods().id_of(function) {
+            return id;
+        }
+        let names = ACTIVE.get().and_then(|a| a.info.method_names(function).ok());
+        match names {
+            Some(names) => methods().insert(function, |id| MethodRecord {
+                id,
+                name: names.name,
+                signature: names.signature,
+                assembly: names.assembly,
+                module: names.module,
+            }),
+            None => pseudo("[unnamed managed code]", "", ""),
+        }
+    }
+}
+
+/// A frame that is not a managed method, e.g. `[native] libcoreclr.so!WaitForSingleObject`.
+fn pseudo(name: &str, assembly: &str, module: &str) -> u32 {
+    methods().insert_pseudo(name, |id| MethodRecord {
+        id,
+        name: name.to_string(),
+        signature: String::new(),
+        assembly: assembly.to_string(),
+        module: module.to_string(),
+    })
+}
+
+impl sampling::FrameResolver for ClrFrames {
+    fn resolve(&mut self, ip: usize) -> u32 {
+        if let Some(&id) = self.cache.get(&ip) {
+            return id;
+        }
+        if self.cache.len() > 1 << 20 {
+            self.cache.clear();
+        }
+        let function = ACTIVE.get().and_then(|a| a.info.function_from_ip(ip));
+        let id = match function {
+            Some(function) => self.managed(function),
+            None => match native_symbol(ip) {
+                Some((library, path, Some(symbol))) => pseudo(&format!("[native] {library}!{symbol}"), &library, &path),
+                Some((library, path, None)) => pseudo(&format!("[native] {library}"), &library, &path),
+                None => pseudo("[unknown code]", "", ""),
+            },
+        };
+        self.cache.insert(ip, id);
+        id
+    }
+
+    fn truncated(&mut self) -> u32 {
+        pseudo("[truncated stack]", "", "")
+    }
+}
+
+/// (library file name, library path, symbol) for native code, from `dladdr`.
+fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
+    // SAFETY: dladdr only reads the loader's tables and fills `info`; the strings it returns
+    // belong to loaded objects and are copied before returning.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(ip as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+        let library = path.rsplit('/').next().unwrap_or(&path).to_string();
+        let symbol = (!info.dli_sname.is_null())
+            .then(|| std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy().into_owned());
+        Some((library, path, symbol))
     }
 }
 

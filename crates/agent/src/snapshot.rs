@@ -6,6 +6,7 @@
 use crate::calltree::{NO_METHOD, ROOT};
 use crate::clock;
 use crate::threads::{self, ThreadState};
+use sonde_profile::LostSamples;
 use sonde_protocol::{HookCost, MethodRecord, NodeRecord, Snapshot, ThreadSnapshot};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,6 +21,7 @@ pub struct MethodTable {
 #[derive(Default)]
 struct MethodTableInner {
     by_function: HashMap<usize, u32>,
+    pseudo: HashMap<String, u32>,
     records: Vec<MethodRecord>,
 }
 
@@ -47,6 +49,20 @@ impl MethodTable {
         id
     }
 
+    /// Gives an id to something that is not a runtime function (a native frame, a marker),
+    /// identified by `key` in a separate space from function ids.
+    pub fn insert_pseudo(&self, key: &str, describe: impl FnOnce(u32) -> MethodRecord) -> u32 {
+        let mut inner = self.lock();
+        if let Some(&id) = inner.pseudo.get(key) {
+            return id;
+        }
+        let id = inner.records.len() as u32;
+        let record = describe(id);
+        inner.records.push(record);
+        inner.pseudo.insert(key.to_string(), id);
+        id
+    }
+
     /// Records from `from` on (for incremental metadata), and the new count.
     pub fn since(&self, from: usize) -> (Vec<MethodRecord>, usize) {
         let inner = self.lock();
@@ -62,6 +78,8 @@ pub struct SnapshotContext {
     /// The exact-timing hook cost in ticks, if it was measured.
     pub hook_cost_ticks: Option<(f64, f64)>,
     pub new_methods: Vec<MethodRecord>,
+    /// Sampling mode: include the sampler's counts.
+    pub sampling: bool,
 }
 
 pub fn take(ctx: SnapshotContext) -> Snapshot {
@@ -71,6 +89,17 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
     let threads: Vec<&'static ThreadState> = registry.threads.clone();
     let names = registry.names.clone();
     drop(registry);
+    let (samples_taken, samples_lost) = if ctx.sampling {
+        let (taken, l) = crate::sampling::totals();
+        let lost = [
+            ("ring_full", l.ring_full),
+            ("unknown_thread", l.unknown_thread),
+            ("too_many_threads", l.too_many_threads),
+        ];
+        (taken, lost.into_iter().map(|(reason, count)| LostSamples { reason: reason.into(), count }).collect())
+    } else {
+        (0, Vec::new())
+    };
     let mut lost = 0;
     let threads = threads
         .into_iter()
@@ -90,6 +119,8 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         new_methods: ctx.new_methods,
         threads,
         lost,
+        samples_taken,
+        samples_lost,
     }
 }
 

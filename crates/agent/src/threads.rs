@@ -157,6 +157,19 @@ fn register_current() -> &'static ThreadState {
     state
 }
 
+/// The state of thread `tid`, created and registered if needed (sampling mode builds trees for
+/// threads from another thread, so this does not touch the thread-local slot).
+pub fn state_for(tid: u32) -> &'static ThreadState {
+    let mut registry = registry();
+    if let Some(&state) = registry.by_tid.get(&tid) {
+        return state;
+    }
+    let state: &'static ThreadState = Box::leak(Box::new(ThreadState::new(tid)));
+    registry.threads.push(state);
+    registry.by_tid.insert(tid, state);
+    state
+}
+
 /// Runs `f` with this thread's hooks recording into `state`, which is not registered (used by the
 /// hook-cost calibration so its fake calls never reach a profile).
 pub fn with_private_state<R>(state: &'static ThreadState, f: impl FnOnce() -> R) -> R {

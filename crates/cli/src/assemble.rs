@@ -39,7 +39,11 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
             module: m.module.clone(),
         };
     }
-    let timing = hello.timing;
+    // Sampling mode's times come from samples, exactly like tracing with sampled timing.
+    let timing = match hello.mode {
+        Mode::Sampling => Timing::Sampled,
+        Mode::Tracing => hello.timing,
+    };
     let cost = match (hello.mode, timing) {
         (Mode::Tracing, Timing::Exact) => snapshot.hook_cost,
         _ => None,
@@ -81,7 +85,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     }
     let run = RunInfo {
         mode: hello.mode,
-        timing: (hello.mode == Mode::Tracing).then_some(timing),
+        timing: (hello.mode == Mode::Tracing).then_some(hello.timing),
         runtime: Runtime { kind: hello.runtime.kind.clone(), version: hello.runtime.version.clone() },
         command: facts.command,
         pid: hello.pid,
@@ -93,6 +97,9 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         compensation: cost.map(|c| Compensation { inner_ns_per_call: c.inner_ns, outer_ns_per_call: c.outer_ns }),
         incomplete: !session.complete,
         lost: snapshot.lost,
+        sample_clock: hello.clock,
+        samples_taken: snapshot.samples_taken,
+        samples_lost: snapshot.samples_lost.clone(),
         agent_version: hello.agent_version.clone(),
     };
     let profile = Profile { run, methods, threads, nodes };

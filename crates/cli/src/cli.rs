@@ -26,10 +26,18 @@ pub enum Command {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
+    /// Periodic stack samples of every thread: low overhead, no filters needed.
+    Sampling,
     /// Enter/leave hooks on every traced method: exact call counts.
     Tracing,
-    /// Periodic stack samples (not available yet).
-    Sampling,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    /// Thread CPU time: a thread is sampled only while it runs.
+    Cpu,
+    /// Wall time: every thread, running or blocked.
+    Wall,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -42,10 +50,17 @@ pub enum TimingArg {
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    #[arg(long, value_enum, default_value_t = ModeArg::Tracing)]
+    #[arg(long, value_enum, default_value_t = ModeArg::Sampling)]
     pub mode: ModeArg,
+    /// Tracing mode: how time is measured.
     #[arg(long, value_enum, default_value_t = TimingArg::Exact)]
     pub timing: TimingArg,
+    /// Sampling mode: samples per second per thread.
+    #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
+    pub rate: u64,
+    /// Sampling mode: the clock that drives the sampler.
+    #[arg(long, value_enum, default_value_t = ClockArg::Cpu)]
+    pub clock: ClockArg,
     /// Trace only methods whose `Namespace.Type.Method` or assembly name matches this glob
     /// (repeatable). An include overrides the default that skips the framework.
     #[arg(long = "include", value_name = "PATTERN")]
@@ -56,7 +71,7 @@ pub struct RecordArgs {
     /// Trace the framework too (System.*, Microsoft.*, runtime assemblies). Slow.
     #[arg(long)]
     pub all: bool,
-    /// Sampler period for --timing sampled, in microseconds.
+    /// Sampler period for tracing with --timing sampled, in microseconds.
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub interval_us: u64,
     /// Profile file to write. With several .NET processes, each gets `STEM.PID.EXT`.

@@ -1,12 +1,12 @@
 //! `sonde record`: launch the program with the agent attached, collect, write, summarise.
 
 use crate::assemble::{RunFacts, assemble};
-use crate::cli::{ModeArg, RecordArgs, TimingArg};
+use crate::cli::{ClockArg, ModeArg, RecordArgs, TimingArg};
 use crate::collector::{Collector, Session};
 use crate::launch;
 use crate::summary;
-use anyhow::{Context, Result, bail};
-use sonde_profile::{Mode, Timing};
+use anyhow::{Context, Result};
+use sonde_profile::{Mode, SampleClock, Timing};
 use sonde_protocol::{AgentConfig, MethodFilter};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -28,20 +28,27 @@ pub struct Verbosity {
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
-    if args.mode == ModeArg::Sampling {
-        bail!("--mode sampling is not available yet; use --mode tracing (the default)");
-    }
     let agent = launch::locate_agent()?;
     let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
     let config = AgentConfig {
         socket: Some(collector.socket().to_path_buf()),
-        mode: Mode::Tracing,
+        mode: match args.mode {
+            ModeArg::Tracing => Mode::Tracing,
+            ModeArg::Sampling => Mode::Sampling,
+        },
         timing: match args.timing {
             TimingArg::Exact => Timing::Exact,
             TimingArg::Sampled => Timing::Sampled,
         },
         filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
-        interval_us: args.interval_us,
+        interval_us: match args.mode {
+            ModeArg::Tracing => args.interval_us,
+            ModeArg::Sampling => (1_000_000 / args.rate).max(1),
+        },
+        clock: match args.clock {
+            ClockArg::Cpu => SampleClock::Cpu,
+            ClockArg::Wall => SampleClock::Wall,
+        },
         log: args.agent_log.clone(),
     };
 

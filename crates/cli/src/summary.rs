@@ -1,7 +1,7 @@
 //! The short summary `sonde record` prints on stderr: where the profile went and the top methods
-//! by self time.
+//! by self time (tracing) or self samples (sampling).
 
-use sonde_profile::{Analysis, Profile};
+use sonde_profile::{Analysis, Mode, Profile};
 use sonde_render::fmt::{count, duration};
 use std::path::Path;
 
@@ -10,31 +10,45 @@ const TOP: usize = 5;
 pub fn print(profile: &Profile, path: &Path) {
     let analysis = Analysis::new(profile);
     let totals = analysis.totals();
+    let sampling = profile.run.mode == Mode::Sampling;
+    let what = if sampling {
+        format!("{} samples", count(totals.total_samples))
+    } else {
+        format!(
+            "{} calls to {} methods",
+            count(totals.calls),
+            analysis.methods().iter().filter(|m| m.calls > 0).count()
+        )
+    };
     eprintln!(
-        "sonde: pid {}: {} calls to {} methods on {} threads in {} → {}",
+        "sonde: pid {}: {what} on {} threads in {} → {}",
         profile.run.pid,
-        count(totals.calls),
-        analysis.methods().iter().filter(|m| m.calls > 0).count(),
         profile.threads.len(),
         duration(profile.run.wall_ns),
         path.display()
     );
-    let mut top: Vec<(usize, u64)> =
-        analysis.methods().iter().enumerate().filter(|(_, m)| m.calls > 0).map(|(i, m)| (i, m.self_ns)).collect();
+    // (method, self weight, self time)
+    let mut top: Vec<(usize, u64, u64)> = analysis
+        .methods()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (i, if sampling { m.self_samples } else { m.self_ns }, m.self_ns))
+        .filter(|&(_, weight, _)| weight > 0)
+        .collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     if top.is_empty() {
-        eprintln!("sonde: no traced method was called (see --include / --all)");
+        eprintln!(
+            "sonde: {}",
+            if sampling { "no samples were taken (did the program run long enough?)" } else { "no traced method was called (see --include / --all)" }
+        );
         return;
     }
-    eprintln!("{:>12} {:>10} {:>6}  top methods by self time", "calls", "self", "self%");
-    for &(id, self_ns) in top.iter().take(TOP) {
-        let pct = if totals.total_ns == 0 { 0.0 } else { 100.0 * self_ns as f64 / totals.total_ns as f64 };
-        eprintln!(
-            "{:>12} {:>10} {:>5.1}%  {}",
-            count(analysis.methods()[id].calls),
-            duration(self_ns),
-            pct,
-            profile.methods[id].name
-        );
+    let total = if sampling { totals.total_samples } else { totals.total_ns };
+    let (label, unit) = if sampling { ("samples", "self") } else { ("calls", "self") };
+    eprintln!("{label:>12} {unit:>10} {:>6}  top methods by self {}", "self%", if sampling { "samples" } else { "time" });
+    for &(id, weight, self_ns) in top.iter().take(TOP) {
+        let pct = if total == 0 { 0.0 } else { 100.0 * weight as f64 / total as f64 };
+        let first = if sampling { count(weight) } else { count(analysis.methods()[id].calls) };
+        eprintln!("{first:>12} {:>10} {pct:>5.1}%  {}", duration(self_ns), profile.methods[id].name);
     }
 }

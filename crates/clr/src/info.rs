@@ -142,6 +142,13 @@ impl ProfilerInfo {
         Ok(id)
     }
 
+    /// The managed function whose code contains `ip`, if any (`None` for native code and stubs).
+    pub fn function_from_ip(&self, ip: usize) -> Option<FunctionID> {
+        let mut function: FunctionID = 0;
+        call!(self.GetFunctionFromIP(ip as LPCBYTE, &mut function)).ok()?;
+        (function != 0).then_some(function)
+    }
+
     /// The OS thread id of a managed thread.
     pub fn os_thread_id(&self, thread: ThreadID) -> Result<u32, HResult> {
         let mut tid: DWORD = 0;

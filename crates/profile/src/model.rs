@@ -47,6 +47,32 @@ impl Timing {
     }
 }
 
+/// Which clock drives sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SampleClock {
+    /// Thread CPU time: a thread is sampled only while it runs.
+    Cpu,
+    /// Wall time: every thread, running or blocked.
+    Wall,
+}
+
+impl SampleClock {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SampleClock::Cpu => "cpu",
+            SampleClock::Wall => "wall",
+        }
+    }
+}
+
+/// Samples that were not taken or not kept, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostSamples {
+    /// A short machine-readable reason, e.g. `ring_full`.
+    pub reason: String,
+    pub count: u64,
+}
+
 /// Which runtime ran the program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Runtime {
@@ -92,6 +118,12 @@ pub struct RunInfo {
     pub incomplete: bool,
     /// Calls, nodes or samples the agent could not record (e.g. a full call tree).
     pub lost: u64,
+    /// Sampling mode: the clock that drove the sampler.
+    pub sample_clock: Option<SampleClock>,
+    /// Sampling mode: samples taken (each counts the sampling periods it stands for).
+    pub samples_taken: u64,
+    /// Sampling mode: samples lost, by reason.
+    pub samples_lost: Vec<LostSamples>,
     /// Agent version that recorded the data.
     pub agent_version: String,
 }

@@ -20,6 +20,9 @@ pub fn run_info(mode: Mode) -> RunInfo {
         compensation: None,
         incomplete: false,
         lost: 0,
+        sample_clock: None,
+        samples_taken: 0,
+        samples_lost: Vec::new(),
         agent_version: "0.1.0".into(),
     }
 }

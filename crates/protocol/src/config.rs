@@ -2,7 +2,7 @@
 //! reads it once, at start-up, into this one typed struct.
 
 use crate::filter::MethodFilter;
-use sonde_profile::{Mode, Timing};
+use sonde_profile::{Mode, SampleClock, Timing};
 use std::path::PathBuf;
 
 /// The socket the agent connects to.
@@ -13,14 +13,16 @@ pub const ENV_TIMING: &str = "SONDE_TIMING";
 pub const ENV_INCLUDE: &str = "SONDE_INCLUDE";
 pub const ENV_EXCLUDE: &str = "SONDE_EXCLUDE";
 pub const ENV_ALL: &str = "SONDE_ALL";
-/// Sampler period in microseconds.
+/// Sampler period in microseconds (sampling mode and `--timing sampled`).
 pub const ENV_INTERVAL_US: &str = "SONDE_INTERVAL_US";
+/// Sampling mode's clock: `cpu` or `wall`.
+pub const ENV_CLOCK: &str = "SONDE_CLOCK";
 /// Where the agent logs; it never writes to the target's stdout or stderr.
 pub const ENV_LOG: &str = "SONDE_LOG";
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] =
-    &[ENV_SOCKET, ENV_MODE, ENV_TIMING, ENV_INCLUDE, ENV_EXCLUDE, ENV_ALL, ENV_INTERVAL_US, ENV_LOG];
+    &[ENV_SOCKET, ENV_MODE, ENV_TIMING, ENV_INCLUDE, ENV_EXCLUDE, ENV_ALL, ENV_INTERVAL_US, ENV_CLOCK, ENV_LOG];
 
 pub const DEFAULT_INTERVAL_US: u64 = 1000;
 
@@ -31,6 +33,7 @@ pub struct AgentConfig {
     pub timing: Timing,
     pub filter: MethodFilter,
     pub interval_us: u64,
+    pub clock: SampleClock,
     pub log: Option<PathBuf>,
 }
 
@@ -42,6 +45,7 @@ impl Default for AgentConfig {
             timing: Timing::Exact,
             filter: MethodFilter::default(),
             interval_us: DEFAULT_INTERVAL_US,
+            clock: SampleClock::Cpu,
             log: None,
         }
     }
@@ -54,6 +58,7 @@ impl AgentConfig {
             (ENV_MODE, self.mode.as_str().to_string()),
             (ENV_TIMING, self.timing.as_str().to_string()),
             (ENV_INTERVAL_US, self.interval_us.to_string()),
+            (ENV_CLOCK, self.clock.as_str().to_string()),
         ];
         if let Some(socket) = &self.socket {
             env.push((ENV_SOCKET, socket.display().to_string()));
@@ -104,6 +109,13 @@ impl AgentConfig {
                 .filter(|&us| us > 0)
                 .ok_or_else(|| format!("{ENV_INTERVAL_US}: not a positive number: `{us}`"))?;
         }
+        if let Some(clock) = get(ENV_CLOCK) {
+            config.clock = match clock.as_str() {
+                "cpu" => SampleClock::Cpu,
+                "wall" => SampleClock::Wall,
+                other => return Err(format!("{ENV_CLOCK}: unknown clock `{other}`")),
+            };
+        }
         config.log = get(ENV_LOG).map(PathBuf::from);
         Ok(config)
     }
@@ -126,6 +138,7 @@ mod tests {
                 all: true,
             },
             interval_us: 250,
+            clock: SampleClock::Wall,
             log: Some("/tmp/agent.log".into()),
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();

@@ -88,6 +88,8 @@ mod tests {
                 }],
             }],
             lost: 0,
+            samples_taken: 0,
+            samples_lost: Vec::new(),
         })
     }
 

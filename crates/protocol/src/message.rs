@@ -7,7 +7,7 @@
 //! carries only the methods that no earlier snapshot on this connection carried.
 
 use serde::{Deserialize, Serialize};
-use sonde_profile::{Mode, Runtime, Timing};
+use sonde_profile::{LostSamples, Mode, Runtime, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -20,6 +20,8 @@ pub struct Hello {
     pub runtime: Runtime,
     pub mode: Mode,
     pub timing: Timing,
+    /// Sampling mode: the clock driving the sampler.
+    pub clock: Option<SampleClock>,
     /// The process's own command line (`/proc/self/cmdline`).
     pub command_line: Vec<String>,
     pub started_unix_ms: u64,
@@ -101,4 +103,8 @@ pub struct Snapshot {
     pub threads: Vec<ThreadSnapshot>,
     /// Calls the agent could not record (call tree full, or the thread state unavailable).
     pub lost: u64,
+    /// Sampling mode: samples taken so far (each counts the periods it stands for).
+    pub samples_taken: u64,
+    /// Sampling mode: samples lost so far, by reason.
+    pub samples_lost: Vec<LostSamples>,
 }

@@ -1,0 +1,261 @@
+//! Sampling mode: statistical profiles at a chosen rate, without stopping the world.
+//!
+//! Design (see `docs/SAMPLING.md`): a sampler thread wakes every interval on the monotonic clock.
+//! With `--clock cpu` it reads each managed thread's CPU-time clock and signals (SIGPROF) only the
+//! threads that have run for at least one more interval, weighting the sample by the intervals
+//! they ran — a blocked thread costs one clock read per tick and is never interrupted; with
+//! `--clock wall` it signals every thread every tick. (Per-thread CPU-time timers would avoid the
+//! clock reads but fire only at the kernel's scheduler tick — 250 Hz here — whatever the rate.)
+//! The handler, on the sampled thread, walks the frame-pointer chain from the interrupted context
+//! (the JIT keeps RBP frames on Unix x64) inside the thread's stack mapping only, and writes the
+//! raw instruction pointers to the thread's ring. A drain thread (and every snapshot) later turns
+//! addresses into methods — off the signal path, with the runtime's `GetFunctionFromIP` — and
+//! counts each stack into the thread's call tree: `self_samples` at the leaf, time = samples ×
+//! interval.
+
+mod handler;
+pub mod maps;
+pub mod ring;
+
+use crate::threads;
+use ring::{FLAG_TRUNCATED, Ring};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// Threads that can be sampled at once; more are counted as not sampled.
+pub const MAX_THREADS: usize = 1024;
+const RING_WORDS: usize = 1 << 14;
+
+/// Which clock drives the per-thread timers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// The thread's CPU time: samples only while it runs.
+    Cpu,
+    /// Wall time: every thread, running or blocked.
+    Wall,
+}
+
+/// One sampled thread: looked up by index from the signal's value.
+struct Slot {
+    tid: AtomicU32,
+    ring: AtomicPtr<Ring>,
+    /// Sampled while set; cleared when the thread is destroyed or gone.
+    active: AtomicBool,
+    /// Intervals the next sample stands for (the sampler adds, the handler takes).
+    periods: AtomicU64,
+    /// A signal was sent and the handler has not run yet: don't send another (it would merge).
+    signalled: AtomicBool,
+    /// Sampler-thread bookkeeping: the thread's CPU time at the last look, and CPU time run since
+    /// the last sample.
+    last_cpu_ns: AtomicU64,
+    unsampled_cpu_ns: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY_SLOT: Slot = Slot {
+    tid: AtomicU32::new(0),
+    ring: AtomicPtr::new(std::ptr::null_mut()),
+    active: AtomicBool::new(false),
+    periods: AtomicU64::new(0),
+    signalled: AtomicBool::new(false),
+    last_cpu_ns: AtomicU64::new(0),
+    unsampled_cpu_ns: AtomicU64::new(0),
+};
+static SLOTS: [Slot; MAX_THREADS] = [EMPTY_SLOT; MAX_THREADS];
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// Why samples were lost, for the report.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Losses {
+    /// The thread's ring was full when its timer fired (the drain fell behind).
+    pub ring_full: u64,
+    /// A timer signal arrived for no registered thread.
+    pub unknown_thread: u64,
+    /// More threads than [`MAX_THREADS`] (their samples were never taken).
+    pub too_many_threads: u64,
+    /// Ticks at which a thread still had a signal pending (it had not run since); the periods
+    /// are not lost, they are added to its next sample.
+    pub deferred: u64,
+}
+
+static UNKNOWN_THREAD: AtomicU64 = AtomicU64::new(0);
+static TOO_MANY_THREADS: AtomicU64 = AtomicU64::new(0);
+static DEFERRED: AtomicU64 = AtomicU64::new(0);
+static TAKEN: AtomicU64 = AtomicU64::new(0);
+
+struct Config {
+    interval: Duration,
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// Turns an instruction pointer into a method id (runtime-specific; see `profiler.rs`).
+pub trait FrameResolver: Send {
+    /// `ip` is the interrupted instruction for the leaf, a return address minus one for callers.
+    fn resolve(&mut self, ip: usize) -> u32;
+    /// The pseudo-method for the root of a stack cut short by [`ring::MAX_FRAMES`].
+    fn truncated(&mut self) -> u32;
+}
+
+static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
+
+/// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
+pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+    *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
+    let _ = CONFIG.set(Config { interval });
+    maps::refresh_if_stale();
+    handler::install()?;
+    std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
+        crate::signals::block_on_this_thread();
+        handler::block_on_this_thread();
+        run_sampler(interval, clock);
+    })?;
+    std::thread::Builder::new().name("sonde-drain".into()).spawn(|| {
+        crate::signals::block_on_this_thread();
+        handler::block_on_this_thread();
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            drain();
+        }
+    })?;
+    Ok(())
+}
+
+pub fn interval() -> Duration {
+    CONFIG.get().map_or(Duration::from_millis(1), |c| c.interval)
+}
+
+/// Starts sampling thread `tid` (any thread may call this).
+pub fn register(tid: u32) {
+    if CONFIG.get().is_none() || SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().any(|s| s.tid.load(Relaxed) == tid) {
+        return;
+    }
+    let index = USED.fetch_add(1, AcqRel);
+    let Some(slot) = SLOTS.get(index) else {
+        USED.store(MAX_THREADS, Release);
+        TOO_MANY_THREADS.fetch_add(1, Relaxed);
+        return;
+    };
+    slot.ring.store(Box::into_raw(Box::new(Ring::new(RING_WORDS))), Release);
+    slot.last_cpu_ns.store(handler::thread_cpu_ns(tid).unwrap_or(0), Relaxed);
+    slot.tid.store(tid, Release);
+    slot.active.store(true, Release);
+}
+
+/// Stops sampling thread `tid` (its samples so far stay to be drained).
+pub fn unregister(tid: u32) {
+    for slot in &SLOTS[..USED.load(Acquire).min(MAX_THREADS)] {
+        if slot.tid.load(Relaxed) == tid {
+            slot.active.store(false, Release);
+        }
+    }
+}
+
+/// The sampler thread: every interval, decides which threads to sample and signals them.
+fn run_sampler(interval: Duration, clock: Clock) {
+    let interval_ns = interval.as_nanos() as u64;
+    let start = std::time::Instant::now();
+    let mut tick: u64 = 0;
+    let mut last_wall_ns = 0u64;
+    loop {
+        tick += 1;
+        // Absolute deadlines: the rate does not drift with the loop's own cost.
+        let deadline = start + interval * tick as u32;
+        if let Some(wait) = deadline.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        } else {
+            // Starved (a busy machine): skip the missed ticks; wall weights use elapsed time.
+            tick = (start.elapsed().as_nanos() as u64 / interval_ns).max(tick);
+        }
+        let now_ns = start.elapsed().as_nanos() as u64;
+        let wall_periods = ((now_ns - last_wall_ns) / interval_ns).max(1);
+        last_wall_ns = now_ns;
+        for (index, slot) in SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().enumerate() {
+            if !slot.active.load(Acquire) {
+                continue;
+            }
+            let tid = slot.tid.load(Relaxed);
+            let periods = match clock {
+                Clock::Wall => wall_periods,
+                Clock::Cpu => {
+                    let Some(cpu) = handler::thread_cpu_ns(tid) else {
+                        slot.active.store(false, Release); // the thread is gone
+                        continue;
+                    };
+                    let ran = cpu.saturating_sub(slot.last_cpu_ns.swap(cpu, Relaxed));
+                    let pending = slot.unsampled_cpu_ns.load(Relaxed) + ran;
+                    slot.unsampled_cpu_ns.store(pending % interval_ns, Relaxed);
+                    pending / interval_ns
+                }
+            };
+            if periods == 0 {
+                continue;
+            }
+            slot.periods.fetch_add(periods, AcqRel);
+            if slot.signalled.swap(true, AcqRel) {
+                DEFERRED.fetch_add(1, Relaxed); // still pending: the next sample carries these periods
+                continue;
+            }
+            if !handler::signal(tid, index) {
+                slot.signalled.store(false, Release);
+                slot.active.store(false, Release);
+            }
+        }
+    }
+}
+
+/// Moves every ring's samples into the call trees. Serialised; runs on the drain thread and
+/// before every snapshot.
+pub fn drain() {
+    static DRAINING: Mutex<()> = Mutex::new(());
+    let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
+    maps::refresh_if_stale();
+    let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(resolver) = resolver.as_mut() else { return };
+    let interval_ns = interval().as_nanos() as u64;
+    let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
+    for slot in &SLOTS[..USED.load(Acquire).min(MAX_THREADS)] {
+        let tid = slot.tid.load(Acquire);
+        // SAFETY: a slot's ring is set before its tid is published and never freed.
+        let Some(ring) = (unsafe { slot.ring.load(Acquire).as_ref() }) else { continue };
+        if tid == 0 {
+            continue;
+        }
+        let state = threads::state_for(tid);
+        ring.drain(|frames, periods, flags| {
+            path.clear();
+            if flags & FLAG_TRUNCATED != 0 {
+                path.push(resolver.truncated());
+            }
+            // Root first; callers' return addresses point after the call: look up ip - 1.
+            for (depth, &ip) in frames.iter().enumerate().rev() {
+                let ip = if depth == 0 { ip as usize } else { (ip as usize).saturating_sub(1) };
+                let method = resolver.resolve(ip);
+                // A run of identical frames (e.g. native code without symbols) is one frame.
+                if path.last() != Some(&method) || depth == 0 {
+                    path.push(method);
+                }
+            }
+            TAKEN.fetch_add(periods, Relaxed);
+            state.tree.record_sample(&path, periods, periods * interval_ns);
+        });
+    }
+}
+
+/// Samples taken (counting merged expirations) and lost, so far.
+pub fn totals() -> (u64, Losses) {
+    let ring_full = SLOTS[..USED.load(Acquire).min(MAX_THREADS)]
+        .iter()
+        // SAFETY: as in `drain`.
+        .filter_map(|s| unsafe { s.ring.load(Acquire).as_ref() })
+        .map(|r| r.dropped.load(Relaxed))
+        .sum();
+    let losses = Losses {
+        ring_full,
+        unknown_thread: UNKNOWN_THREAD.load(Relaxed),
+        too_many_threads: TOO_MANY_THREADS.load(Relaxed),
+        deferred: DEFERRED.load(Relaxed),
+    };
+    (TAKEN.load(Relaxed), losses)
+}
