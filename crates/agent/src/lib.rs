@@ -19,6 +19,7 @@ pub mod clock;
 pub mod hooks;
 mod link;
 mod log;
+mod mono;
 mod profiler;
 mod sampler;
 pub mod sampling;

@@ -131,8 +131,14 @@ impl ProfilerCallback for Profiler {
         }
     }
 
-    fn thread_assigned_to_os_thread(&self, _thread: ThreadID, os_tid: u32) {
+    fn thread_assigned_to_os_thread(&self, thread: ThreadID, os_tid: u32) {
         let Some(active) = ACTIVE.get() else { return };
+        {
+            let mut registry = threads::registry();
+            if let Some(name) = registry.pending_names.remove(&thread) {
+                registry.names.insert(os_tid, name);
+            }
+        }
         if active.config.mode == Mode::Sampling {
             start_sampling_thread(os_tid);
         }
@@ -151,10 +157,18 @@ impl ProfilerCallback for Profiler {
         }
     }
 
+    /// A thread is often named before it starts (`new Thread(…) { Name = … }`), when it has no
+    /// OS thread yet: the name then waits for `thread_assigned_to_os_thread`.
     fn thread_name_changed(&self, thread: ThreadID, name: String) {
         let Some(active) = ACTIVE.get() else { return };
-        if let Ok(os_tid) = active.info.os_thread_id(thread) {
-            threads::registry().names.insert(os_tid, name);
+        let mut registry = threads::registry();
+        match active.info.os_thread_id(thread).ok().filter(|&t| t != 0) {
+            Some(os_tid) => {
+                registry.names.insert(os_tid, name);
+            }
+            None => {
+                registry.pending_names.insert(thread, name);
+            }
         }
     }
 

@@ -33,6 +33,8 @@ pub struct Registry {
     pub by_tid: HashMap<u32, &'static ThreadState>,
     /// Managed thread names by OS thread id (a name may arrive before the thread's first call).
     pub names: HashMap<u32, String>,
+    /// Names of managed threads (by runtime ThreadID) that had no OS thread yet.
+    pub pending_names: HashMap<usize, String>,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);

@@ -1,11 +1,22 @@
 //! How a program is started with the agent attached: the environment each runtime needs.
 //!
 //! CoreCLR loads a profiler named by three environment variables (`CORECLR_ENABLE_PROFILING`,
-//! `CORECLR_PROFILER` = our CLSID, `CORECLR_PROFILER_PATH` = the agent library); the agent's own
-//! configuration travels in `SONDE_*` variables ([`AgentConfig::to_env`]). Every process the
-//! program starts inherits them, so .NET children are profiled too.
+//! `CORECLR_PROFILER` = our CLSID, `CORECLR_PROFILER_PATH` = the agent library). Mono loads
+//! `libmono-profiler-<name>.so` for `--profile=<name>`, searching `LD_LIBRARY_PATH` (it refuses an
+//! absolute path), so the controller puts a `libmono-profiler-sonde.so` symlink to the same agent
+//! library in a private directory, prepends that to `LD_LIBRARY_PATH` and appends
+//! `--profile=sonde` to `MONO_ENV_OPTIONS`. The agent's own configuration travels in `SONDE_*`
+//! variables ([`AgentConfig::to_env`]).
+//!
+//! Both runtimes' variables are always set, whatever the command: every process the program
+//! starts inherits them, so .NET children are profiled too — a Mono program started by a shell
+//! script (how Debian ships Mono tools) or by a CoreCLR program included. Each runtime ignores the
+//! other's variables. Whether the command itself is Mono (its file name is `mono` or `mono-*`,
+//! e.g. `mono-sgen`) only changes the errors: a missing Mono, a mode Mono does not support yet,
+//! and what to say when no agent connected. No `--runtime` flag is needed.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use sonde_profile::Mode;
 use sonde_protocol::{AgentConfig, config};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,25 +28,115 @@ pub const PROFILER_CLSID: &str = "{9E2B6C4A-5D0F-4E8B-A1C3-7F5D2E9B0A61}";
 /// The file name of the agent library.
 pub const AGENT_LIBRARY: &str = "libsonde_agent.so";
 
-/// A command ready to spawn: `program args…` with the agent's environment.
-pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Command {
+/// The name under which Mono loads the agent (`--profile=sonde`; entry point
+/// `mono_profiler_init_sonde`).
+pub const MONO_MODULE: &str = "libmono-profiler-sonde.so";
+/// What the controller adds to `MONO_ENV_OPTIONS`.
+pub const MONO_OPTION: &str = "--profile=sonde";
+
+/// True when `program` names the Mono runtime (`mono`, `/usr/bin/mono`, `mono-sgen`, …).
+pub fn is_mono(program: &str) -> bool {
+    let name = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name == "mono" || name.starts_with("mono-")
+}
+
+/// A command ready to spawn: `program args…` with the agent's environment. The Mono module
+/// directory goes next to the agent socket, in the collector's private directory, which lives as
+/// long as the recording.
+pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result<Command> {
+    if is_mono(&program[0]) {
+        if find_program(&program[0]).is_none() {
+            bail!(
+                "cannot run `{}`: command not found; is Mono installed? (Debian/Ubuntu: apt-get install mono-runtime)",
+                program[0]
+            );
+        }
+        if config.mode != Mode::Tracing {
+            bail!(
+                "{} mode is not available on Mono yet; record Mono programs with --mode tracing",
+                config.mode.as_str()
+            );
+        }
+    }
+    let mono_dir = match config.socket.as_deref().and_then(Path::parent) {
+        Some(private) => Some(mono_module_dir(private, agent)?),
+        None => None,
+    };
     let mut command = Command::new(&program[0]);
     command.args(&program[1..]);
     for var in config::ALL_VARS {
         command.env_remove(var);
     }
-    command.envs(environment(agent, config));
-    command
+    command.envs(environment(agent, mono_dir.as_deref(), config));
+    Ok(command)
 }
 
-fn environment(agent: &Path, config: &AgentConfig) -> Vec<(String, OsString)> {
+/// `<private>/mono/libmono-profiler-sonde.so` → the agent (by absolute path).
+fn mono_module_dir(private: &Path, agent: &Path) -> Result<PathBuf> {
+    let dir = private.join("mono");
+    let agent = std::path::absolute(agent).with_context(|| format!("cannot resolve {}", agent.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let module = dir.join(MONO_MODULE);
+    std::os::unix::fs::symlink(&agent, &module)
+        .with_context(|| format!("cannot link {} to {}", module.display(), agent.display()))?;
+    Ok(dir)
+}
+
+fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig) -> Vec<(String, OsString)> {
     let mut env: Vec<(String, OsString)> = vec![
         ("CORECLR_ENABLE_PROFILING".into(), "1".into()),
         ("CORECLR_PROFILER".into(), PROFILER_CLSID.into()),
         ("CORECLR_PROFILER_PATH".into(), agent.as_os_str().to_owned()),
     ];
+    if let Some(dir) = mono_dir {
+        env.push(("LD_LIBRARY_PATH".into(), prepend_path(dir, std::env::var_os("LD_LIBRARY_PATH"))));
+        env.push(("MONO_ENV_OPTIONS".into(), append_option(std::env::var_os("MONO_ENV_OPTIONS"), MONO_OPTION)));
+    }
     env.extend(config.to_env().into_iter().map(|(k, v)| (k.to_string(), v.into())));
     env
+}
+
+/// `dir:existing`, or `dir` alone when there is nothing (an empty entry would mean the current
+/// directory to the dynamic loader).
+fn prepend_path(dir: &Path, existing: Option<OsString>) -> OsString {
+    let mut value = dir.as_os_str().to_owned();
+    if let Some(existing) = existing.filter(|e| !e.is_empty()) {
+        value.push(":");
+        value.push(existing);
+    }
+    value
+}
+
+/// `existing option`, keeping what the user already asked Mono for.
+fn append_option(existing: Option<OsString>, option: &str) -> OsString {
+    match existing.filter(|e| !e.is_empty()) {
+        Some(mut value) => {
+            value.push(" ");
+            value.push(option);
+            value
+        }
+        None => option.into(),
+    }
+}
+
+/// Where `program` would be found: itself when it has a slash, else the first match on `PATH`.
+fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| PathBuf::from(program));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+/// Why no agent connected, in one line, for the command that was run.
+pub fn no_agent_reason(program: &[String]) -> String {
+    if is_mono(&program[0]) {
+        format!(
+            "no .NET runtime loaded the agent: Mono did not load Sonde's profiler module {MONO_MODULE} \
+             (asked for with MONO_ENV_OPTIONS={MONO_OPTION}); is the agent library a Sonde agent?"
+        )
+    } else {
+        format!("no .NET runtime loaded the agent: is `{}` a .NET (CoreCLR or Mono) program?", program[0])
+    }
 }
 
 /// The agent library: `$SONDE_AGENT`, else beside the `sonde` executable, else in `../lib/sonde/`.
@@ -64,5 +165,39 @@ pub fn locate_agent() -> Result<PathBuf> {
 pub fn send_signal(pid: u32, signal: rustix::process::Signal) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mono_is_recognised_by_file_name() {
+        for mono in ["mono", "/usr/bin/mono", "mono-sgen", "/opt/mono/bin/mono-boehm"] {
+            assert!(is_mono(mono), "{mono}");
+        }
+        for other in ["dotnet", "/usr/bin/monodis", "./mono.sh", "/bin/sh"] {
+            assert!(!is_mono(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn paths_and_options_are_added_to_what_was_there() {
+        let dir = Path::new("/tmp/s/mono");
+        assert_eq!(prepend_path(dir, None), "/tmp/s/mono");
+        assert_eq!(prepend_path(dir, Some("".into())), "/tmp/s/mono");
+        assert_eq!(prepend_path(dir, Some("/a:/b".into())), "/tmp/s/mono:/a:/b");
+        assert_eq!(append_option(None, MONO_OPTION), "--profile=sonde");
+        assert_eq!(append_option(Some("--debug".into()), MONO_OPTION), "--debug --profile=sonde");
+    }
+
+    #[test]
+    fn the_mono_module_links_to_the_agent() {
+        let private = tempfile::tempdir().unwrap();
+        let agent = private.path().join("libsonde_agent.so");
+        std::fs::write(&agent, b"").unwrap();
+        let dir = mono_module_dir(private.path(), &agent).unwrap();
+        assert_eq!(std::fs::read_link(dir.join(MONO_MODULE)).unwrap(), agent);
     }
 }

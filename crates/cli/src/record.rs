@@ -52,7 +52,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         log: args.agent_log.clone(),
     };
 
-    let mut command = launch::command(&args.command, &agent, &config);
+    let mut command = launch::command(&args.command, &agent, &config)?;
 
     // Ctrl-C in a terminal reaches the whole foreground process group: the program gets it
     // directly and decides what to do. We stay alive to collect what it leaves behind, and ask
@@ -97,9 +97,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if written.is_empty() {
         let reason = match sessions.iter().flat_map(|s| &s.errors).next() {
             Some(e) => format!("the agent failed: {e}"),
-            None if sessions.is_empty() => {
-                format!("no .NET runtime loaded the agent: is `{}` a .NET (CoreCLR) program?", args.command[0])
-            }
+            None if sessions.is_empty() => launch::no_agent_reason(&args.command),
             None => "the agent connected but sent no data".to_string(),
         };
         eprintln!("sonde: nothing recorded: {reason}");

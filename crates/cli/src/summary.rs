@@ -39,13 +39,21 @@ pub fn print(profile: &Profile, path: &Path) {
     if top.is_empty() {
         eprintln!(
             "sonde: {}",
-            if sampling { "no samples were taken (did the program run long enough?)" } else { "no traced method was called (see --include / --all)" }
+            if sampling {
+                "no samples were taken (did the program run long enough?)"
+            } else {
+                "no traced method was called (see --include / --all)"
+            }
         );
         return;
     }
     let total = if sampling { totals.total_samples } else { totals.total_ns };
     let (label, unit) = if sampling { ("samples", "self") } else { ("calls", "self") };
-    eprintln!("{label:>12} {unit:>10} {:>6}  top methods by self {}", "self%", if sampling { "samples" } else { "time" });
+    eprintln!(
+        "{label:>12} {unit:>10} {:>6}  top methods by self {}",
+        "self%",
+        if sampling { "samples" } else { "time" }
+    );
     for &(id, weight, self_ns) in top.iter().take(TOP) {
         let pct = if total == 0 { 0.0 } else { 100.0 * weight as f64 / total as f64 };
         let first = if sampling { count(weight) } else { count(analysis.methods()[id].calls) };

@@ -9,6 +9,25 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 use support::*;
 
+/// These tests are about tracing mode; sampling (the default mode) has its own file.
+fn tracing_opts<'a>(opts: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--mode", "tracing"];
+    all.extend_from_slice(opts);
+    all
+}
+
+fn trace_app(out: &std::path::Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
+    record_app(out, &tracing_opts(opts), name, args)
+}
+
+fn trace_args(out: &std::path::Path, opts: &[&str], command: &[OsString]) -> Vec<OsString> {
+    record_args(out, &tracing_opts(opts), command)
+}
+
+fn trace(out: &std::path::Path, opts: &[&str], command: &[OsString]) -> Output {
+    record(out, &tracing_opts(opts), command)
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("sonde-it-").tempdir().expect("cannot create a temp dir")
 }
@@ -37,7 +56,7 @@ fn record_calls_exactly(opts: &[&str], timing: &str) -> Value {
 
     let dir = tmp();
     let file = dir.path().join("p.sonde");
-    let out = record_app(&file, opts, "Calls", &[]);
+    let out = trace_app(&file, opts, "Calls", &[]);
     assert_eq!(out.code(), 0, "sonde record {opts:?} -- Calls.exe:\n{}", out.describe());
     assert_eq!(
         out.stdout_str(),
@@ -98,7 +117,7 @@ fn exact_times_add_up() {
     // (rounded) totals in integers would make both hold exactly.
     let dir = tmp();
     let file = dir.path().join("p.sonde");
-    let out = record_app(&file, &[], "Calls", &[]);
+    let out = trace_app(&file, &[], "Calls", &[]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     let report = report_json(&file);
     check_invariants(&report);
@@ -133,7 +152,7 @@ fn exit_code_and_output_pass_through() {
 
     let dir = tmp();
     let file = dir.path().join("p.sonde");
-    let out = record_app(&file, &[], "ExitCode", &["7"]);
+    let out = trace_app(&file, &[], "ExitCode", &["7"]);
     assert_eq!(out.code(), 7, "sonde must exit with the program's code:\n{}", out.describe());
     assert_eq!(out.stdout, direct.stdout, "stdout differs under sonde:\n{}", out.describe());
     assert!(out.stdout_str().starts_with("stdout: exiting with code 7\n"));
@@ -155,7 +174,7 @@ fn filters() {
 
     // --exclude removes exactly that method and leaves the others' counts alone.
     let file = dir.path().join("exclude.sonde");
-    let out = record_app(&file, &["--exclude", "Acme.Calls.Fib"], "Calls", &[]);
+    let out = trace_app(&file, &["--exclude", "Acme.Calls.Fib"], "Calls", &[]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     let report = report_json(&file);
     check_invariants(&report);
@@ -166,7 +185,7 @@ fn filters() {
 
     // --include restricts tracing to the matching methods.
     let file = dir.path().join("include.sonde");
-    let out = record_app(&file, &["--include", "Acme.Worker.*"], "Calls", &[]);
+    let out = trace_app(&file, &["--include", "Acme.Worker.*"], "Calls", &[]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     let report = report_json(&file);
     check_invariants(&report);
@@ -184,7 +203,7 @@ fn filters() {
     // --all traces the framework too, without disturbing the program's own counts.
     let direct = run_app("ExitCode", &["0"]);
     let file = dir.path().join("all.sonde");
-    let out = record_app(&file, &["--all"], "ExitCode", &["0"]);
+    let out = trace_app(&file, &["--all"], "ExitCode", &["0"]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     assert_eq!(out.stdout, direct.stdout);
     let report = report_json(&file);
@@ -206,7 +225,7 @@ fn crash_keeps_data() {
 
     let dir = tmp();
     let file = dir.path().join("crash.sonde");
-    let out = record_app(&file, &[], "Crash", &[]);
+    let out = trace_app(&file, &[], "Crash", &[]);
     assert_eq!(out.code(), 134, "sonde must exit with the target's code (128 + SIGABRT):\n{}", out.describe());
     assert_eq!(out.stdout, direct.stdout, "stdout differs under sonde");
     assert!(
@@ -237,7 +256,7 @@ fn ctrl_c_keeps_data() {
     // one interrupted later loses everything after its last periodic snapshot.
     let dir = tmp();
     let file = dir.path().join("sleeper.sonde");
-    let mut args = record_args(&file, &[], &app_command("Sleeper", &[]));
+    let mut args = trace_args(&file, &[], &app_command("Sleeper", &[]));
     args.insert(0, OsString::from("-v"));
     let mut sonde = Running::spawn(sonde(), &args);
     sonde.wait_for_line("ready", Duration::from_secs(20));
@@ -265,7 +284,7 @@ fn sigterm_is_forwarded() {
     // it on, .NET shuts down cleanly (its shutdown callback runs), so the profile is complete.
     let dir = tmp();
     let file = dir.path().join("term.sonde");
-    let mut sonde = Running::spawn(sonde(), &record_args(&file, &[], &app_command("Sleeper", &[])));
+    let mut sonde = Running::spawn(sonde(), &trace_args(&file, &[], &app_command("Sleeper", &[])));
     sonde.wait_for_line("ready", Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
     let pid = libc::pid_t::try_from(sonde.pid()).expect("pid out of range");
@@ -301,17 +320,17 @@ fn assert_one_error_line(out: &Output, needle: &str) {
 fn not_a_dotnet_program() {
     let dir = tmp();
     let file = dir.path().join("x.sonde");
-    let out = record(&file, &[], &[OsString::from("/bin/true")]);
+    let out = trace(&file, &[], &[OsString::from("/bin/true")]);
     assert_one_error_line(&out, "no .NET runtime loaded the agent");
     assert!(out.stdout.is_empty(), "stdout: {}", out.describe());
     assert!(!file.exists(), "a profile was written for a non-.NET program");
 
     // The program's own failure code wins over sonde's generic one.
-    let out = record(&file, &[], &[OsString::from("/bin/false")]);
+    let out = trace(&file, &[], &[OsString::from("/bin/false")]);
     assert_one_error_line(&out, "no .NET runtime loaded the agent");
     assert_eq!(out.code(), 1);
 
-    let out = record(&file, &[], &[OsString::from("/nonexistent/cmd")]);
+    let out = trace(&file, &[], &[OsString::from("/nonexistent/cmd")]);
     assert_one_error_line(&out, "/nonexistent/cmd");
     assert!(out.stderr_str().contains("not found"), "{}", out.describe());
     assert!(!file.exists());
@@ -321,7 +340,7 @@ fn not_a_dotnet_program() {
 fn report_errors() {
     let dir = tmp();
     let valid = dir.path().join("valid.sonde");
-    let out = record_app(&valid, &[], "ExitCode", &["0"]);
+    let out = trace_app(&valid, &[], "ExitCode", &["0"]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     let bytes = std::fs::read(&valid).expect("the valid profile");
     assert!(bytes.len() > 16, "the profile is suspiciously small");
@@ -380,7 +399,7 @@ fn several_processes() {
     let script = r#""$0" "$1" >/dev/null; "$0" "$2" 3 >/dev/null"#;
     let command: Vec<OsString> =
         vec!["sh".into(), "-c".into(), script.into(), dotnet().into(), app("Calls").into(), app("ExitCode").into()];
-    let out = record(&file, &[], &command);
+    let out = trace(&file, &[], &command);
     assert_eq!(out.code(), 3, "sonde must exit with sh's code (ExitCode.exe's 3):\n{}", out.describe());
     assert!(!file.exists(), "with two .NET processes there must be no plain multi.sonde");
     let files = sonde_files(dir.path());
@@ -422,7 +441,7 @@ fn several_processes() {
 fn text_report() {
     let dir = tmp();
     let file = dir.path().join("p.sonde");
-    let out = record_app(&file, &[], "Calls", &[]);
+    let out = trace_app(&file, &[], "Calls", &[]);
     assert_eq!(out.code(), 0, "{}", out.describe());
 
     let text = report_text(&file);

@@ -67,9 +67,8 @@ pub unsafe fn describe(api: &MonoApi, method: *mut MonoMethod) -> Option<MethodN
         .and_then(|blob| signature::method_signature(blob, &md))
         .unwrap_or_else(|| "<unreadable signature>".into());
     // SAFETY: image getters on the method's live image; the strings belong to the image.
-    let (assembly, path) = unsafe {
-        (c_string((api.mono_image_get_name)(image)), c_string((api.mono_image_get_filename)(image)))
-    };
+    let (assembly, path) =
+        unsafe { (c_string((api.mono_image_get_name)(image)), c_string((api.mono_image_get_filename)(image))) };
     let module = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
     Some(MethodNames { name, signature, assembly, module })
 }

@@ -55,7 +55,13 @@ pub fn signal(tid: u32, slot: usize) -> bool {
         *raw.add(16).cast::<i32>() = std::process::id() as i32;
         *raw.add(20).cast::<u32>() = libc::getuid();
         *raw.add(24).cast::<usize>() = slot;
-        libc::syscall(libc::SYS_rt_tgsigqueueinfo, std::process::id() as libc::c_long, tid as libc::c_long, SIGNAL as libc::c_long, &raw const info) == 0
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            std::process::id() as libc::c_long,
+            tid as libc::c_long,
+            SIGNAL as libc::c_long,
+            &raw const info,
+        ) == 0
     }
 }
 
@@ -135,7 +141,11 @@ fn sample(slot: usize, context: *mut libc::c_void) {
 fn registers(context: *mut libc::c_void) -> (usize, usize, usize) {
     // SAFETY: the kernel's ucontext for this signal.
     let gregs = unsafe { &(*(context as *const libc::ucontext_t)).uc_mcontext.gregs };
-    (gregs[libc::REG_RIP as usize] as usize, gregs[libc::REG_RSP as usize] as usize, gregs[libc::REG_RBP as usize] as usize)
+    (
+        gregs[libc::REG_RIP as usize] as usize,
+        gregs[libc::REG_RSP as usize] as usize,
+        gregs[libc::REG_RBP as usize] as usize,
+    )
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -152,7 +162,8 @@ fn chain(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_
         libc::SIG_DFL | libc::SIG_IGN => {}
         f if previous.sa_flags & libc::SA_SIGINFO != 0 => {
             // SAFETY: installed with SA_SIGINFO, so it has the three-argument signature.
-            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) = unsafe { std::mem::transmute(f) };
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                unsafe { std::mem::transmute(f) };
             f(signal, info, context);
         }
         f => {

@@ -128,7 +128,8 @@ pub fn interval() -> Duration {
 
 /// Starts sampling thread `tid` (any thread may call this).
 pub fn register(tid: u32) {
-    if CONFIG.get().is_none() || SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().any(|s| s.tid.load(Relaxed) == tid) {
+    if CONFIG.get().is_none() || SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().any(|s| s.tid.load(Relaxed) == tid)
+    {
         return;
     }
     let index = USED.fetch_add(1, AcqRel);

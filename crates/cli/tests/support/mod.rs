@@ -456,7 +456,11 @@ pub fn check_invariants(report: &Value) {
         assert!(self_ns <= total_ns, "node {i}: self_ns {self_ns} > total_ns {total_ns}");
         let (self_samples, total_samples) = (u64_of(n, "self_samples"), u64_of(n, "total_samples"));
         assert!(self_samples <= total_samples, "node {i}: self_samples > total_samples");
-        assert!(u64_of(n, "calls") > 0, "node {i} has no calls: {n}");
+        if report["mode"] == "tracing" {
+            assert!(u64_of(n, "calls") > 0, "node {i} has no calls: {n}");
+        } else {
+            assert_eq!(u64_of(n, "calls"), 0, "node {i}: sampling counts no calls: {n}");
+        }
         match n["parent"].as_u64() {
             None => {
                 assert!(n["parent"].is_null(), "node {i}: parent is neither null nor an id");
@@ -566,7 +570,7 @@ pub fn assert_stderr_passes_through(sonde_stderr: &[u8], program_stderr: &[u8]) 
     }
 }
 
-/// `sonde: ...`, the table header, or a table row (`calls self self% name`).
+/// `sonde: ...`, the table header, or a table row (`calls|samples self self% name`).
 pub fn is_summary_line(line: &str) -> bool {
     if line.starts_with("sonde: ") {
         return true;
@@ -574,6 +578,9 @@ pub fn is_summary_line(line: &str) -> bool {
     let fields: Vec<&str> = line.split_whitespace().collect();
     if line.ends_with("top methods by self time") {
         return fields.starts_with(&["calls", "self", "self%"]);
+    }
+    if line.ends_with("top methods by self samples") {
+        return fields.starts_with(&["samples", "self", "self%"]);
     }
     line.starts_with(' ')
         && fields.len() >= 5

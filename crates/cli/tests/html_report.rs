@@ -1,0 +1,211 @@
+//! The HTML report in a real headless browser: records real .NET programs (tracing and
+//! sampling), builds a profile whose names try to inject markup, renders each with
+//! `sonde report --format html`, then runs `tests/js/html-report.test.mjs` (node's test runner,
+//! playwright-core driving Debian's chromium) on the pages.
+//!
+//! Needs what `scripts/setup.sh` installs — node, `tests/js/node_modules` and /usr/bin/chromium —
+//! besides the .NET runtime of every integration test; FAILS, never skips, when any is missing.
+//! The screenshots land in `target/test-artifacts/`.
+
+mod support;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sonde_profile::{Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use support::*;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const SETUP_HINT: &str = "run scripts/setup.sh (scripts/setup-web.sh installs chromium and the npm packages)";
+/// Browser start, five pages and their interactions.
+const NODE_DEADLINE: Duration = Duration::from_secs(300);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the repository root")
+}
+
+/// `node` on PATH, or a failure that says how to get it.
+fn node() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("node is not on PATH: the HTML report's browser test needs it; {SETUP_HINT}"))
+}
+
+/// The names `tests/js/html-report.test.mjs` expects (its `NASTY`): each tries to become markup.
+const NASTY_METHODS: [&str; 3] =
+    ["Acme.Program.<Main>b__0_0", "\"><img src=x onerror=alert(1)>", "<script>alert(2)</script>"];
+const NASTY_THREAD: &str = "<svg onload=alert(4)>";
+
+fn method(name: &str, signature: &str, module: &str) -> Method {
+    Method { name: name.into(), signature: signature.into(), assembly: module.into(), module: format!("{module}.dll") }
+}
+
+/// Two threads; on the first, Main → `<Main>b__0_0` → the `<img>` name → the `<script>` name,
+/// heavy enough that the hot path opens all of them in the call tree.
+fn nasty_profile() -> Profile {
+    let methods = vec![
+        method("Acme.Program.Main", "(string[]) -> void", "Acme"),
+        method(NASTY_METHODS[0], "() -> void", "Acme"),
+        method(NASTY_METHODS[1], "(<img src=y onerror=alert(3)>) -> void", "<iframe src=javascript:alert(7)>"),
+        method(NASTY_METHODS[2], "() -> </script><script>alert(8)</script>", "Acme"),
+        method("Acme.Text.Line\u{2028}Separator&amp;</style>", "() -> void", "Acme"),
+    ];
+    // (thread, parent, method, calls, self_ns)
+    let rows: [(u32, Option<u32>, u32, u64, u64); 7] = [
+        (0, None, 0, 1, 100_000),
+        (0, Some(0), 1, 3, 500_000),
+        (0, Some(1), 2, 5, 300_000),
+        (0, Some(2), 3, 7, 200_000),
+        (0, Some(0), 4, 2, 50_000),
+        (1, None, 2, 1, 150_000),
+        (1, Some(5), 3, 4, 90_000),
+    ];
+    let mut nodes: Vec<Node> = rows
+        .iter()
+        .map(|&(thread, parent, method, calls, self_ns)| Node {
+            thread,
+            parent,
+            method,
+            calls,
+            self_ns,
+            total_ns: self_ns,
+            self_samples: 0,
+            total_samples: 0,
+        })
+        .collect();
+    for i in (0..nodes.len()).rev() {
+        if let Some(p) = nodes[i].parent {
+            nodes[p as usize].total_ns += nodes[i].total_ns;
+        }
+    }
+    let wall_ns = 2_000_000;
+    Profile {
+        run: RunInfo {
+            mode: Mode::Tracing,
+            timing: Some(Timing::Exact),
+            runtime: Runtime { kind: "coreclr".into(), version: "8.0.4<script>alert(6)</script>".into() },
+            command: vec!["dotnet".into(), "<img src=z onerror=alert(5)>.dll".into()],
+            pid: 4242,
+            exit_code: Some(0),
+            signal: None,
+            wall_ns,
+            started_unix_ms: 1_700_000_000_000,
+            sample_interval_ns: 0,
+            compensation: None,
+            incomplete: true,
+            lost: 1,
+            sample_clock: None,
+            samples_taken: 0,
+            samples_lost: Vec::new(),
+            agent_version: "<b>0.1.0</b>".into(),
+        },
+        methods,
+        threads: [(4242, None), (4243, Some(NASTY_THREAD))]
+            .into_iter()
+            .map(|(os_tid, name)| Thread {
+                os_tid,
+                name: name.map(Into::into),
+                wall_ns,
+                cpu_user_ns: wall_ns / 2,
+                cpu_kernel_ns: 0,
+            })
+            .collect(),
+        nodes,
+    }
+}
+
+/// `sonde report FILE --format html -o FILE.html`, checked.
+fn render_html(profile: &Path) -> PathBuf {
+    let html = profile.with_extension("html");
+    let out = sonde_cmd(&[
+        OsString::from("report"),
+        profile.into(),
+        "--format".into(),
+        "html".into(),
+        "-o".into(),
+        html.clone().into(),
+    ]);
+    assert_eq!(out.code(), 0, "sonde report --format html {} failed:\n{}", profile.display(), out.describe());
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("Content-Security-Policy"));
+    html
+}
+
+fn record_checked(file: &Path, opts: &[&str], app: &str, args: &[&str]) -> PathBuf {
+    let out = record_app(file, opts, app, args);
+    assert_eq!(out.code(), 0, "sonde record {opts:?} -- {app}.exe:\n{}", out.describe());
+    file.to_path_buf()
+}
+
+#[test]
+fn html_report_in_a_real_browser() {
+    let root = repo_root();
+    let node = node();
+    let playwright = root.join("tests/js/node_modules/playwright-core/package.json");
+    assert!(playwright.is_file(), "{} is missing: {SETUP_HINT}", playwright.display());
+    assert!(Path::new(CHROMIUM).is_file(), "{CHROMIUM} is missing: {SETUP_HINT}");
+
+    let dir = tempfile::Builder::new().prefix("sonde-html-").tempdir().expect("a temp dir");
+    let traced = record_checked(&dir.path().join("calls.sonde"), &["--mode", "tracing"], "Calls", &[]);
+    let sampled_timing = record_checked(
+        &dir.path().join("calls-sampled-timing.sonde"),
+        &["--mode", "tracing", "--timing", "sampled", "--interval-us", "200"],
+        "Calls",
+        &[],
+    );
+    let sampling = record_checked(&dir.path().join("demo-sampling.sonde"), &["--mode", "sampling"], "Demo", &[]);
+    let nasty = dir.path().join("nasty.sonde");
+    sonde_profile::save(&nasty, &nasty_profile()).expect("cannot write the nasty profile");
+
+    let real = std::env::join_paths([render_html(&traced), render_html(&sampled_timing)]).expect("joinable paths");
+    let sampling = render_html(&sampling);
+    let nasty = render_html(&nasty);
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artifacts");
+    std::fs::create_dir_all(&artifacts).expect("cannot create target/test-artifacts");
+
+    // Output goes to files, so that a chatty run cannot fill a pipe and stall.
+    let log_out = dir.path().join("node.stdout");
+    let log_err = dir.path().join("node.stderr");
+    let mut command = Command::new(&node);
+    command
+        .arg("--test")
+        .arg("--test-reporter=spec")
+        .arg(root.join("tests/js/html-report.test.mjs"))
+        .current_dir(root.join("tests/js"))
+        .env("SONDE_HTML_REAL", &real)
+        .env("SONDE_HTML_SAMPLING", &sampling)
+        .env("SONDE_HTML_NASTY", &nasty)
+        .env("SONDE_TEST_ARTIFACTS", &artifacts)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log_out).expect("a log file"))
+        .stderr(std::fs::File::create(&log_err).expect("a log file"));
+    // Its own process group, so that a timeout also ends the browser it started.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot run {}: {e}; {SETUP_HINT}", node.display()));
+    let deadline = Instant::now() + NODE_DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for node") {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            kill_group(child.id(), libc::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let logs = format!(
+        "--- stdout ---\n{}\n--- stderr ---\n{}",
+        std::fs::read_to_string(&log_out).unwrap_or_default(),
+        std::fs::read_to_string(&log_err).unwrap_or_default()
+    );
+    let status = status.unwrap_or_else(|| panic!("the browser test did not finish within {NODE_DEADLINE:?}\n{logs}"));
+    assert!(status.success(), "the browser test failed ({status})\n{logs}");
+    let screenshot = artifacts.join("html-report.png");
+    assert!(screenshot.is_file(), "no screenshot at {}\n{logs}", screenshot.display());
+    println!("{logs}\nscreenshot: {}", screenshot.canonicalize().unwrap_or(screenshot).display());
+}
