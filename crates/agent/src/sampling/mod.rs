@@ -90,10 +90,25 @@ struct Config {
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
+/// A resolved stack frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    pub method: u32,
+    /// Managed code (a real method), as opposed to native code, stubs or markers.
+    pub managed: bool,
+}
+
 /// Turns an instruction pointer into a method id (runtime-specific; see `profiler.rs`).
 pub trait FrameResolver: Send {
     /// `ip` is the interrupted instruction for the leaf, a return address minus one for callers.
-    fn resolve(&mut self, ip: usize) -> u32;
+    fn resolve(&mut self, ip: usize) -> Frame;
+    /// True when the call that returns to `return_address` is a call into the runtime itself (a
+    /// JIT helper such as the on-stack-replacement patchpoint) rather than to managed code: a
+    /// managed frame "called" from there continues the caller's invocation (the OSR version of
+    /// the same method), it is not a recursive call.
+    fn calls_runtime(&mut self, _return_address: usize) -> bool {
+        false
+    }
     /// The pseudo-method for the root of a stack cut short by [`ring::MAX_FRAMES`].
     fn truncated(&mut self) -> u32;
 }
@@ -225,22 +240,34 @@ pub fn drain() {
         }
         let state = threads::state_for(tid);
         ring.drain(|frames, periods, flags| {
-            path.clear();
-            if flags & FLAG_TRUNCATED != 0 {
-                path.push(resolver.truncated());
-            }
-            // Root first; callers' return addresses point after the call: look up ip - 1.
-            for (depth, &ip) in frames.iter().enumerate().rev() {
-                let ip = if depth == 0 { ip as usize } else { (ip as usize).saturating_sub(1) };
-                let method = resolver.resolve(ip);
-                // A run of identical frames (e.g. native code without symbols) is one frame.
-                if path.last() != Some(&method) || depth == 0 {
-                    path.push(method);
-                }
-            }
+            stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
             TAKEN.fetch_add(periods, Relaxed);
             state.tree.record_sample(&path, periods, periods * interval_ns);
         });
+    }
+}
+
+/// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses).
+fn stack_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    path.clear();
+    if truncated {
+        path.push(resolver.truncated());
+    }
+    let mut last: Option<Frame> = None;
+    for (depth, &ip) in frames.iter().enumerate().rev() {
+        // Callers' return addresses point after the call: look up ip - 1.
+        let ip = if depth == 0 { ip as usize } else { (ip as usize).saturating_sub(1) };
+        let frame = resolver.resolve(ip);
+        if last.is_some_and(|l| l.method == frame.method) {
+            // A run of the same native code (no symbols to tell functions apart) is one frame; so
+            // is a method continuing in its OSR version. Real recursion stays.
+            let outer_return = frames.get(depth + 1).map_or(0, |&r| r as usize);
+            if !frame.managed || resolver.calls_runtime(outer_return) {
+                continue;
+            }
+        }
+        path.push(frame.method);
+        last = Some(frame);
     }
 }
 
@@ -259,4 +286,47 @@ pub fn totals() -> (u64, Losses) {
         deferred: DEFERRED.load(Relaxed),
     };
     (TAKEN.load(Relaxed), losses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Addresses 100..199 are method 1, 200..299 method 2 (managed); 900.. native library 9.
+    /// A return address of 555 is after a runtime-helper call.
+    struct Fake;
+    impl FrameResolver for Fake {
+        fn resolve(&mut self, ip: usize) -> Frame {
+            Frame { method: (ip / 100) as u32, managed: ip < 900 }
+        }
+        fn truncated(&mut self) -> u32 {
+            77
+        }
+        fn calls_runtime(&mut self, return_address: usize) -> bool {
+            return_address == 555
+        }
+    }
+
+    fn path(frames: &[u64], truncated: bool) -> Vec<u32> {
+        let mut path = Vec::new();
+        stack_path(frames, truncated, &mut Fake, &mut path);
+        path
+    }
+
+    #[test]
+    fn stacks_come_out_root_first_with_return_addresses_adjusted() {
+        // leaf ip 150 (method 1), called from method 2 (return address 201 → 200)
+        assert_eq!(path(&[150, 201], false), vec![2, 1]);
+        // a return address at the start of a range belongs to the previous function (ip - 1)
+        assert_eq!(path(&[150, 200], false), vec![1, 1]);
+    }
+
+    #[test]
+    fn recursion_stays_native_runs_and_osr_collapse() {
+        assert_eq!(path(&[150, 160, 170, 250], false), vec![2, 1, 1, 1]);
+        assert_eq!(path(&[950, 960, 970, 150], false), vec![1, 9]);
+        // method 5 at the root called through a runtime helper (return address 555): OSR.
+        assert_eq!(path(&[520, 555], false), vec![5]);
+        assert_eq!(path(&[150], true), vec![77, 1]);
+    }
 }
