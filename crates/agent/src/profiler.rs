@@ -124,10 +124,11 @@ impl ProfilerCallback for Profiler {
 
     fn thread_created(&self, thread: ThreadID) {
         let Some(active) = ACTIVE.get() else { return };
-        if active.config.mode == Mode::Sampling {
-            if let Some(os_tid) = active.info.os_thread_id(thread).ok().filter(|&t| t != 0) {
-                start_sampling_thread(os_tid);
-            }
+        if active.config.mode != Mode::Sampling {
+            return;
+        }
+        if let Some(os_tid) = active.info.os_thread_id(thread).ok().filter(|&t| t != 0) {
+            start_sampling_thread(os_tid);
         }
     }
 

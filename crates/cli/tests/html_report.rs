@@ -118,6 +118,21 @@ fn nasty_profile() -> Profile {
     }
 }
 
+/// Pages that must still load cleanly: an empty profile, and one whose figures are all u64::MAX
+/// (sums overflow, JavaScript numbers lose precision).
+fn edge_profiles() -> [(&'static str, Profile); 2] {
+    let mut empty = nasty_profile();
+    empty.methods.clear();
+    empty.threads.clear();
+    empty.nodes.clear();
+    let mut absurd = nasty_profile();
+    for n in &mut absurd.nodes {
+        (n.calls, n.self_ns, n.total_ns) = (u64::MAX, u64::MAX, u64::MAX);
+    }
+    absurd.run.wall_ns = u64::MAX;
+    [("empty", empty), ("absurd", absurd)]
+}
+
 /// `sonde report FILE --format html -o FILE.html`, checked.
 fn render_html(profile: &Path) -> PathBuf {
     let html = profile.with_extension("html");
@@ -150,6 +165,8 @@ fn html_report_in_a_real_browser() {
     assert!(Path::new(CHROMIUM).is_file(), "{CHROMIUM} is missing: {SETUP_HINT}");
 
     let dir = tempfile::Builder::new().prefix("sonde-html-").tempdir().expect("a temp dir");
+    // The first is the screenshot's: the demo's mix of parsing, sorting and a sieve.
+    let demo = record_checked(&dir.path().join("demo.sonde"), &["--mode", "tracing"], "Demo", &[]);
     let traced = record_checked(&dir.path().join("calls.sonde"), &["--mode", "tracing"], "Calls", &[]);
     let sampled_timing = record_checked(
         &dir.path().join("calls-sampled-timing.sonde"),
@@ -161,7 +178,17 @@ fn html_report_in_a_real_browser() {
     let nasty = dir.path().join("nasty.sonde");
     sonde_profile::save(&nasty, &nasty_profile()).expect("cannot write the nasty profile");
 
-    let real = std::env::join_paths([render_html(&traced), render_html(&sampled_timing)]).expect("joinable paths");
+    let real = std::env::join_paths([render_html(&demo), render_html(&traced), render_html(&sampled_timing)])
+        .expect("joinable paths");
+    let edge: Vec<PathBuf> = edge_profiles()
+        .into_iter()
+        .map(|(name, profile)| {
+            let file = dir.path().join(format!("{name}.sonde"));
+            sonde_profile::save(&file, &profile).expect("cannot write an edge-case profile");
+            render_html(&file)
+        })
+        .collect();
+    let edge = std::env::join_paths(edge).expect("joinable paths");
     let sampling = render_html(&sampling);
     let nasty = render_html(&nasty);
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artifacts");
@@ -179,6 +206,7 @@ fn html_report_in_a_real_browser() {
         .env("SONDE_HTML_REAL", &real)
         .env("SONDE_HTML_SAMPLING", &sampling)
         .env("SONDE_HTML_NASTY", &nasty)
+        .env("SONDE_HTML_EDGE", &edge)
         .env("SONDE_TEST_ARTIFACTS", &artifacts)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log_out).expect("a log file"))

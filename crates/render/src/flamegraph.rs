@@ -1,13 +1,107 @@
-//! `--format flamegraph` (being written).
+//! `--format flamegraph`: an interactive SVG flame graph (click to zoom, Ctrl-F to search) drawn
+//! by the `inferno` crate from the same folded stacks as `--format collapsed`.
+//!
+//! inferno needs every line in memory to sort and merge them, so unlike the other formats this
+//! one holds the folded stacks (one line per distinct stack, merged across threads); the SVG it
+//! writes is streamed. Colours come from a hash of each frame name (inferno's `deterministic`
+//! option) rather than from inferno's random generator, so the same profile always gives the
+//! same bytes. inferno adds counts up in a `u64`; on an absurd profile whose weights would
+//! overflow that, all counts are scaled down by the same factor (widths are unchanged).
+
+use std::io::{self, Write};
+
+use inferno::flamegraph::{self, Options};
+use sonde_profile::Profile;
 
 use crate::Renderer;
-use sonde_profile::Profile;
-use std::io;
+use crate::collapsed::fold;
+use crate::fmt::{Clean, command_line};
+use crate::stacks::weight_unit;
 
+/// Renders an SVG flame graph.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct FlamegraphRenderer;
 
 impl Renderer for FlamegraphRenderer {
-    fn render(&self, _profile: &Profile, _out: &mut dyn io::Write) -> io::Result<()> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "the flamegraph format is not available yet"))
+    fn render(&self, profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+        crate::check(profile)?;
+        let mut stacks: Vec<(String, u64)> = Vec::new();
+        fold(profile, |stack, weight| {
+            stacks.push((stack.to_owned(), weight));
+            Ok(())
+        })?;
+
+        let run = &profile.run;
+        let title = format!("Sonde: {}", Clean(&command_line(&run.command)));
+        if stacks.is_empty() {
+            // inferno refuses input without counts (an error plus an "ERROR" picture); an empty
+            // profile is not an error, so it gets a picture that says what happened.
+            return write_empty(out, &title);
+        }
+
+        let total: u128 = stacks.iter().map(|&(_, w)| u128::from(w)).sum();
+        let divisor = (total / u128::from(u64::MAX) + 1) as u64;
+        let lines: Vec<String> = stacks.into_iter().map(|(stack, w)| format!("{stack} {}", w / divisor)).collect();
+
+        let mut options = Options::default();
+        options.title = title;
+        options.subtitle = Some(format!(
+            "{} profile of pid {} on {} {}; widths are {}",
+            run.mode.as_str(),
+            run.pid,
+            run.runtime.kind,
+            run.runtime.version,
+            match run.mode {
+                sonde_profile::Mode::Tracing => "time",
+                sonde_profile::Mode::Sampling => "samples",
+            },
+        ));
+        options.count_name = weight_unit(run.mode).to_owned();
+        options.deterministic = true;
+        flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+    }
+}
+
+/// A small SVG in place of a flame graph with nothing to draw.
+fn write_empty(out: &mut dyn Write, title: &str) -> io::Result<()> {
+    write!(
+        out,
+        concat!(
+            r#"<?xml version="1.0" standalone="no"?>"#,
+            "\n",
+            r#"<svg version="1.1" width="1200" height="90" viewBox="0 0 1200 90" xmlns="http://www.w3.org/2000/svg">"#,
+            r##"<rect x="0" y="0" width="100%" height="100%" fill="#eeeeee"/>"##,
+            r#"<text x="600" y="30" text-anchor="middle" font-family="Verdana" font-size="17">{}</text>"#,
+            r#"<text x="600" y="65" text-anchor="middle" font-family="Verdana" font-size="12">"#,
+            "No stack has any weight in this profile: nothing to draw.</text></svg>\n",
+        ),
+        xml_escape(title),
+    )
+}
+
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Not allowed in XML 1.0 at all.
+            c if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_are_escaped() {
+        assert_eq!(xml_escape("a<b & \"c\" 'd'>\u{1}"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;?");
     }
 }

@@ -49,6 +49,9 @@ impl Renderer for JsonRenderer {
             }),
             incomplete: run.incomplete,
             lost: run.lost,
+            sample_clock: run.sample_clock.map(|c| c.as_str()),
+            samples_taken: run.samples_taken,
+            samples_lost: LostView(&run.samples_lost),
             threads: Seq(|| {
                 profile.threads.iter().zip(&threads).enumerate().map(|(id, (t, sums))| ThreadView {
                     id,
@@ -114,9 +117,26 @@ struct Report<'a, T, M, N> {
     compensation: Option<CompensationView>,
     incomplete: bool,
     lost: u64,
+    sample_clock: Option<&'static str>,
+    samples_taken: u64,
+    samples_lost: LostView<'a>,
     threads: T,
     methods: M,
     nodes: N,
+}
+
+/// `{"reason": count, …}` in the profile's order.
+struct LostView<'a>(&'a [sonde_profile::LostSamples]);
+
+impl Serialize for LostView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for lost in self.0 {
+            map.serialize_entry(&lost.reason, &lost.count)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Serialize)]

@@ -18,6 +18,7 @@ mod html;
 mod json;
 mod pprof;
 mod speedscope;
+mod stacks;
 mod text;
 
 use std::io;
@@ -58,8 +59,15 @@ pub enum Format {
 }
 
 impl Format {
-    pub const ALL: [Format; 7] =
-        [Format::Text, Format::Json, Format::Html, Format::Speedscope, Format::Pprof, Format::Collapsed, Format::Flamegraph];
+    pub const ALL: [Format; 7] = [
+        Format::Text,
+        Format::Json,
+        Format::Html,
+        Format::Speedscope,
+        Format::Pprof,
+        Format::Collapsed,
+        Format::Flamegraph,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {

@@ -1,13 +1,272 @@
-//! `--format pprof` (being written).
+//! `--format pprof`: a gzip-compressed `perftools.profiles.Profile` (google/pprof's
+//! `proto/profile.proto`), read by `go tool pprof`, Pyroscope, Grafana, Polar Signals and
+//! others.
+//!
+//! * Sample types say what they are: `samples/count` and `cpu/nanoseconds` for sampling (the
+//!   time is the node's self time, or samples × interval when the profile has none), and
+//!   `calls/count` and `wall/nanoseconds` for tracing. The time type is the default.
+//! * One sample per call-tree node whose values are not all zero, with the node's own (self)
+//!   figures and its stack as location ids, leaf first, as pprof wants.
+//! * One location and one function per method that occurs in a sample (both with id = method
+//!   id + 1; 0 is not a valid id): function name = method name, system name = name and
+//!   signature, file name = module. .NET gives no addresses or line numbers here, so locations
+//!   have neither and there are no mappings.
+//! * A `thread` string label on every sample (`4250 (Worker)`: OS id and managed name), so `-tagfocus` and
+//!   Pyroscope's label filters can split by thread.
+//! * `time_nanos` from the run's start, `duration_nanos` = its wall time, comments with the
+//!   command, runtime and mode (`go tool pprof -comments`).
+//!
+//! Values are `int64` in the format; larger ones saturate at `i64::MAX`.
+//!
+//! # Streaming
+//!
+//! Parsers merge concatenated serializations of a message (repeated fields append), so the
+//! profile is written as a sequence of partial `Profile` messages: the header fields, then
+//! samples in batches as the tree is walked, then locations, functions and finally the string
+//! table, whose strings were interned in a hash map along the way. Memory stays bounded by the
+//! number of methods and threads, not nodes. The messages are derived by hand with
+//! `prost::Message`, only the fields used, with the tags of `profile.proto`.
+
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Write};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use prost::Message;
+use sonde_profile::{CallTree, Mode, Profile};
 
 use crate::Renderer;
-use sonde_profile::Profile;
-use std::io;
+use crate::fmt::command_line;
+use crate::stacks::{thread_id, walk};
 
+/// Renders gzip-compressed `profile.proto`.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct PprofRenderer;
 
-impl Renderer for PprofRenderer {
-    fn render(&self, _profile: &Profile, _out: &mut dyn io::Write) -> io::Result<()> {
-        Err(io::Error::new(io::ErrorKind::Unsupported, "the pprof format is not available yet"))
+/// `perftools.profiles.Profile`, fields as numbered in `profile.proto`.
+#[derive(Clone, PartialEq, Message)]
+struct ProfileProto {
+    #[prost(message, repeated, tag = "1")]
+    sample_type: Vec<ValueType>,
+    #[prost(message, repeated, tag = "2")]
+    sample: Vec<Sample>,
+    #[prost(message, repeated, tag = "4")]
+    location: Vec<Location>,
+    #[prost(message, repeated, tag = "5")]
+    function: Vec<Function>,
+    #[prost(string, repeated, tag = "6")]
+    string_table: Vec<String>,
+    #[prost(int64, tag = "9")]
+    time_nanos: i64,
+    #[prost(int64, tag = "10")]
+    duration_nanos: i64,
+    #[prost(message, optional, tag = "11")]
+    period_type: Option<ValueType>,
+    #[prost(int64, tag = "12")]
+    period: i64,
+    #[prost(int64, repeated, tag = "13")]
+    comment: Vec<i64>,
+    #[prost(int64, tag = "14")]
+    default_sample_type: i64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ValueType {
+    #[prost(int64, tag = "1")]
+    r#type: i64,
+    #[prost(int64, tag = "2")]
+    unit: i64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Sample {
+    #[prost(uint64, repeated, tag = "1")]
+    location_id: Vec<u64>,
+    #[prost(int64, repeated, tag = "2")]
+    value: Vec<i64>,
+    #[prost(message, repeated, tag = "3")]
+    label: Vec<Label>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Label {
+    #[prost(int64, tag = "1")]
+    key: i64,
+    #[prost(int64, tag = "2")]
+    str: i64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Location {
+    #[prost(uint64, tag = "1")]
+    id: u64,
+    #[prost(message, repeated, tag = "4")]
+    line: Vec<Line>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Line {
+    #[prost(uint64, tag = "1")]
+    function_id: u64,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Function {
+    #[prost(uint64, tag = "1")]
+    id: u64,
+    #[prost(int64, tag = "2")]
+    name: i64,
+    #[prost(int64, tag = "3")]
+    system_name: i64,
+    #[prost(int64, tag = "4")]
+    filename: i64,
+}
+
+/// The string table: index 0 is `""`, as the format requires.
+struct Strings {
+    index: HashMap<String, i64>,
+    table: Vec<String>,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        let mut strings = Strings { index: HashMap::new(), table: Vec::new() };
+        strings.intern("");
+        strings
     }
+
+    fn intern(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.index.insert(s.to_owned(), i);
+        self.table.push(s.to_owned());
+        i
+    }
+
+    fn value_type(&mut self, r#type: &str, unit: &str) -> ValueType {
+        ValueType { r#type: self.intern(r#type), unit: self.intern(unit) }
+    }
+}
+
+/// Samples per partial message: large enough to amortise the calls, small enough to stay tiny.
+const BATCH: usize = 1024;
+
+impl Renderer for PprofRenderer {
+    fn render(&self, profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+        crate::check(profile)?;
+        let run = &profile.run;
+        let mut strings = Strings::new();
+        let mut header = ProfileProto::default();
+        match run.mode {
+            Mode::Sampling => {
+                header.sample_type =
+                    vec![strings.value_type("samples", "count"), strings.value_type("cpu", "nanoseconds")];
+                header.period_type = Some(strings.value_type("cpu", "nanoseconds"));
+                header.period = int(run.sample_interval_ns);
+                header.default_sample_type = strings.intern("cpu");
+            }
+            Mode::Tracing => {
+                header.sample_type =
+                    vec![strings.value_type("calls", "count"), strings.value_type("wall", "nanoseconds")];
+                // Tracing sees every call: one call per count.
+                header.period_type = Some(strings.value_type("calls", "count"));
+                header.period = 1;
+                header.default_sample_type = strings.intern("wall");
+            }
+        }
+        header.time_nanos = int(run.started_unix_ms.saturating_mul(1_000_000));
+        header.duration_nanos = int(run.wall_ns);
+        let mode = match run.timing {
+            Some(timing) => format!("mode: {} ({} timing)", run.mode.as_str(), timing.as_str()),
+            None => format!("mode: {}", run.mode.as_str()),
+        };
+        let comments = [
+            format!("command: {}", command_line(&run.command)),
+            format!("runtime: {} {}", run.runtime.kind, run.runtime.version),
+            mode,
+            format!("recorded by sonde agent {}", run.agent_version),
+        ];
+        header.comment = comments.iter().map(|c| strings.intern(c)).collect();
+
+        // Level 1: on a million-node profile it is more than twice as fast as the default
+        // level for a file about a tenth larger.
+        let mut out = BufWriter::new(GzEncoder::new(out, Compression::fast()));
+        let mut buf = Vec::new();
+        let mut write = |out: &mut BufWriter<GzEncoder<&mut dyn Write>>, part: &ProfileProto| {
+            buf.clear();
+            part.encode(&mut buf).map_err(|e| io::Error::other(e.to_string()))?;
+            out.write_all(&buf)
+        };
+        write(&mut out, &header)?;
+
+        let thread_key = strings.intern("thread");
+        let thread_names: Vec<i64> =
+            (0..profile.threads.len()).map(|t| strings.intern(&thread_id(profile, t))).collect();
+        let mut used = vec![false; profile.methods.len()];
+        let mut part = ProfileProto::default();
+        let tree = CallTree::new(profile);
+        walk(profile, &tree, tree.roots(), |id, stack| {
+            let node = &profile.nodes[id as usize];
+            let value = match run.mode {
+                Mode::Sampling => {
+                    let ns = match node.self_ns {
+                        0 => run.sample_interval_ns.saturating_mul(node.self_samples),
+                        ns => ns,
+                    };
+                    [int(node.self_samples), int(ns)]
+                }
+                Mode::Tracing => [int(node.calls), int(node.self_ns)],
+            };
+            if value == [0, 0] {
+                return Ok(());
+            }
+            for &m in stack {
+                used[m as usize] = true;
+            }
+            part.sample.push(Sample {
+                location_id: stack.iter().rev().map(|&m| u64::from(m) + 1).collect(),
+                value: value.to_vec(),
+                label: vec![Label { key: thread_key, str: thread_names[node.thread as usize] }],
+            });
+            if part.sample.len() == BATCH {
+                write(&mut out, &part)?;
+                part.sample.clear();
+            }
+            Ok(())
+        })?;
+        write(&mut out, &part)?;
+        part.sample.clear();
+
+        for (m, method) in profile.methods.iter().enumerate().filter(|&(m, _)| used[m]) {
+            let id = m as u64 + 1;
+            part.location.push(Location { id, line: vec![Line { function_id: id }] });
+            part.function.push(Function {
+                id,
+                name: strings.intern(&method.name),
+                system_name: strings.intern(&format!("{}{}", method.name, method.signature)),
+                filename: strings.intern(&method.module),
+            });
+            if part.function.len() == BATCH {
+                write(&mut out, &part)?;
+                part.location.clear();
+                part.function.clear();
+            }
+        }
+        write(&mut out, &part)?;
+        part.location.clear();
+        part.function.clear();
+
+        for chunk in strings.table.chunks(BATCH) {
+            part.string_table = chunk.to_vec();
+            write(&mut out, &part)?;
+        }
+        out.into_inner().map_err(io::IntoInnerError::into_error)?.finish()?.flush()
+    }
+}
+
+/// `profile.proto` counts in `int64`.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }

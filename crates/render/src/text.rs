@@ -113,6 +113,23 @@ fn header(out: &mut impl Write, view: &View) -> io::Result<()> {
     if run.mode == Mode::Sampling || totals.total_samples > 0 {
         writeln!(out, "  samples      {}", count(totals.total_samples))?;
     }
+    if let Some(clock) = run.sample_clock {
+        let lost: u64 = run.samples_lost.iter().map(|l| l.count).sum();
+        let why: Vec<String> = run
+            .samples_lost
+            .iter()
+            .filter(|l| l.count > 0)
+            .map(|l| format!("{} {}", Clean(&l.reason), count(l.count)))
+            .collect();
+        writeln!(
+            out,
+            "  sampler      {} clock, {} samples taken, {} lost{}",
+            clock.as_str(),
+            count(run.samples_taken),
+            count(lost),
+            if why.is_empty() { String::new() } else { format!(" ({})", why.join(", ")) }
+        )?;
+    }
     if let Some(c) = run.compensation {
         writeln!(
             out,

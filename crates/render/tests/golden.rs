@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
 use sonde_render::{Format, renderer};
 
+#[path = "support/pprof_text.rs"]
+mod pprof_text;
+
 /// `(thread, parent, method, calls, self_ns, self_samples)`; totals are derived.
 type Row = (u32, Option<u32>, u32, u64, u64, u64);
 
@@ -70,6 +73,9 @@ fn run(mode: Mode) -> RunInfo {
         compensation: None,
         incomplete: false,
         lost: 0,
+        sample_clock: None,
+        samples_taken: 0,
+        samples_lost: Vec::new(),
         agent_version: "0.1.0".into(),
     }
 }
@@ -119,10 +125,14 @@ fn sampling_profile() -> Profile {
     }
 }
 
-fn render(format: Format, profile: &Profile) -> String {
+fn render_bytes(format: Format, profile: &Profile) -> Vec<u8> {
     let mut out = Vec::new();
     renderer(format).render(profile, &mut out).expect("rendering to a Vec");
-    String::from_utf8(out).expect("renderers write UTF-8")
+    out
+}
+
+fn render(format: Format, profile: &Profile) -> String {
+    String::from_utf8(render_bytes(format, profile)).expect("renderers write UTF-8")
 }
 
 fn check_golden(file: &str, actual: &str) {
@@ -164,6 +174,63 @@ fn json_sampling() {
     check_golden("sampling.json", &render(Format::Json, &sampling_profile()));
 }
 
+#[test]
+fn collapsed_tracing() {
+    check_golden("tracing.collapsed", &render(Format::Collapsed, &tracing_profile()));
+}
+
+#[test]
+fn collapsed_sampling() {
+    check_golden("sampling.collapsed", &render(Format::Collapsed, &sampling_profile()));
+}
+
+#[test]
+fn speedscope_tracing() {
+    check_golden("tracing.speedscope.json", &render(Format::Speedscope, &tracing_profile()));
+}
+
+#[test]
+fn speedscope_sampling() {
+    check_golden("sampling.speedscope.json", &render(Format::Speedscope, &sampling_profile()));
+}
+
+#[test]
+fn flamegraph_tracing() {
+    check_golden("tracing.svg", &render(Format::Flamegraph, &tracing_profile()));
+}
+
+#[test]
+fn flamegraph_sampling() {
+    check_golden("sampling.svg", &render(Format::Flamegraph, &sampling_profile()));
+}
+
+/// pprof is gzip: the golden is the decoded profile, which is what a consumer sees.
+#[test]
+fn pprof_tracing() {
+    check_golden(
+        "tracing.pprof.txt",
+        &pprof_text::text(&pprof_text::decode(&render_bytes(Format::Pprof, &tracing_profile()))),
+    );
+}
+
+#[test]
+fn pprof_sampling() {
+    check_golden(
+        "sampling.pprof.txt",
+        &pprof_text::text(&pprof_text::decode(&render_bytes(Format::Pprof, &sampling_profile()))),
+    );
+}
+
+#[test]
+fn html_tracing() {
+    check_golden("tracing.html", &render(Format::Html, &tracing_profile()));
+}
+
+#[test]
+fn html_sampling() {
+    check_golden("sampling.html", &render(Format::Html, &sampling_profile()));
+}
+
 fn keys(value: &serde_json::Value) -> Vec<&str> {
     value.as_object().expect("an object").keys().map(String::as_str).collect()
 }
@@ -174,8 +241,9 @@ fn json_parses_back_with_the_contract_keys_in_order() {
         let json: serde_json::Value = serde_json::from_str(&render(Format::Json, &profile)).unwrap();
         #[rustfmt::skip]
         assert_eq!(keys(&json), [
-            "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "wall_ns",
-            "sample_interval_ns", "compensation", "incomplete", "lost", "threads", "methods", "nodes",
+            "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
+            "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
+            "samples_lost", "threads", "methods", "nodes",
         ]);
         assert_eq!(json["schema"], "sonde.report/1");
         assert_eq!(keys(&json["runtime"]), ["kind", "version"]);
@@ -248,7 +316,8 @@ fn json_reports_recursion_aware_totals_and_exact_names() {
 fn an_empty_profile_renders() {
     let profile = Profile { run: run(Mode::Tracing), methods: vec![], threads: vec![], nodes: vec![] };
     for format in Format::ALL {
-        assert!(!render(format, &profile).is_empty());
+        // Folded stacks of nothing are no lines at all.
+        assert!(!render_bytes(format, &profile).is_empty() || format == Format::Collapsed, "{format}");
     }
 }
 
@@ -262,7 +331,7 @@ fn absurd_values_render_without_panicking() {
     profile.threads[0].cpu_kernel_ns = u64::MAX;
     profile.run.wall_ns = u64::MAX;
     for format in Format::ALL {
-        assert!(!render(format, &profile).is_empty());
+        assert!(!render_bytes(format, &profile).is_empty());
     }
 }
 

@@ -1,7 +1,8 @@
 //! Shared helpers for the integration tests that profile real .NET programs.
 //!
-//! - The toolchain comes from `SONDE_DOTNET` and `SONDE_MCS` (written to `target/sonde-env.sh`
-//!   by `scripts/setup-runtime.sh`). When either is missing the tests FAIL, never skip.
+//! - The toolchain comes from `SONDE_DOTNET` and `SONDE_MCS`, and for the Mono tests `SONDE_MONO`
+//!   (written to `target/sonde-env.sh` by `scripts/setup-runtime.sh`). When one a test needs is
+//!   missing the test FAILS, never skips. The same compiled `<Name>.exe` runs on both runtimes.
 //! - Test apps (`tests/apps/<Name>.cs`) are compiled with `mcs` once per test process (a mutex
 //!   serialises compilations) into `$CARGO_TARGET_TMPDIR/sonde-test-apps/<Name>-<hash>/`, keyed by
 //!   a hash of the source, so an unchanged app is reused by later runs too. A compilation goes to
@@ -30,10 +31,14 @@ const RUNTIME_CONFIG: &str =
 
 const SETUP_HINT: &str = "run `bash scripts/setup-runtime.sh`, then `source target/sonde-env.sh` before `cargo test`";
 
+/// Variables that configure a profiler; none may leak in from the caller's environment.
+const PROFILER_VARS: &[&str] =
+    &["CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER", "CORECLR_PROFILER_PATH", "SONDE_AGENT", "MONO_ENV_OPTIONS"];
+
 /// The value of a required toolchain variable, checked to name an existing file.
 fn tool(var: &str) -> PathBuf {
     let value = std::env::var_os(var).filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        panic!("{var} is not set: these tests need a real .NET 8 runtime and the mcs compiler; {SETUP_HINT}")
+        panic!("{var} is not set: these tests need real .NET 8 and Mono runtimes and the mcs compiler; {SETUP_HINT}")
     });
     let path = PathBuf::from(value);
     assert!(path.is_file(), "{var}={} does not exist; {SETUP_HINT}", path.display());
@@ -43,6 +48,11 @@ fn tool(var: &str) -> PathBuf {
 /// The `dotnet` host (`$SONDE_DOTNET`).
 pub fn dotnet() -> PathBuf {
     tool("SONDE_DOTNET")
+}
+
+/// The Mono runtime (`$SONDE_MONO`).
+pub fn mono() -> PathBuf {
+    tool("SONDE_MONO")
 }
 
 /// The C# compiler (`$SONDE_MCS`).
@@ -194,6 +204,12 @@ fn group_alive(pgid: u32) -> bool {
 
 impl Running {
     pub fn spawn(program: impl AsRef<OsStr>, args: &[OsString]) -> Running {
+        Running::spawn_with_env(program, args, &[])
+    }
+
+    /// [`spawn`](Self::spawn) with extra environment variables (set after the profiler variables
+    /// of the caller's environment were removed, so `env` may set them on purpose).
+    pub fn spawn_with_env(program: impl AsRef<OsStr>, args: &[OsString], env: &[(&str, OsString)]) -> Running {
         let program = program.as_ref();
         let what = std::iter::once(program.to_string_lossy().into_owned())
             .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
@@ -202,9 +218,10 @@ impl Running {
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Never let a profiler configuration from the caller's environment leak in.
-        for var in ["CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER", "CORECLR_PROFILER_PATH", "SONDE_AGENT"] {
+        for var in PROFILER_VARS {
             command.env_remove(var);
         }
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start `{what}`: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
@@ -331,6 +348,12 @@ pub fn run_app(name: &str, args: &[&str]) -> Output {
     run(dotnet(), &all)
 }
 
+/// Runs a test app on Mono: `$SONDE_MONO <Name>.exe args`.
+pub fn run_mono_app(name: &str, args: &[&str]) -> Output {
+    let command = mono_app_command(name, args);
+    run(&command[0], &command[1..])
+}
+
 /// The arguments of `sonde record -o <out> [opts] -- command...`.
 pub fn record_args(out: &Path, opts: &[&str], command: &[OsString]) -> Vec<OsString> {
     let mut all = os(&["record", "-o"]);
@@ -348,6 +371,13 @@ pub fn app_command(name: &str, args: &[&str]) -> Vec<OsString> {
     all
 }
 
+/// The command line that runs a test app on Mono: `$SONDE_MONO <Name>.exe args`.
+pub fn mono_app_command(name: &str, args: &[&str]) -> Vec<OsString> {
+    let mut all = vec![mono().into_os_string(), app(name).into_os_string()];
+    all.extend(os(args));
+    all
+}
+
 /// `sonde record -o <out> [opts] -- command...`, to completion.
 pub fn record(out: &Path, opts: &[&str], command: &[OsString]) -> Output {
     run(sonde(), &record_args(out, opts, command))
@@ -356,6 +386,11 @@ pub fn record(out: &Path, opts: &[&str], command: &[OsString]) -> Output {
 /// `sonde record -o <out> [opts] -- $SONDE_DOTNET <Name>.exe args`, to completion.
 pub fn record_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
     record(out, opts, &app_command(name, args))
+}
+
+/// `sonde record -o <out> [opts] -- $SONDE_MONO <Name>.exe args`, to completion.
+pub fn record_mono_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
+    record(out, opts, &mono_app_command(name, args))
 }
 
 /// `sonde <args>`, to completion.

@@ -1,0 +1,136 @@
+//! Hand-built profiles for the export tests: two threads, recursion, an overload pair, and the
+//! names that break naive exporters (generics, compiler-generated `<...>` names, quotes, HTML,
+//! non-ASCII, a `;`).
+
+// Each test crate that includes this module uses only part of it.
+#![allow(dead_code)]
+
+use sonde_profile::{Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+
+/// `(thread, parent, method, calls, self_ns, self_samples)`; totals are derived.
+pub type Row = (u32, Option<u32>, u32, u64, u64, u64);
+
+pub fn method(name: &str, signature: &str, module: &str) -> Method {
+    Method {
+        name: name.into(),
+        signature: signature.into(),
+        assembly: module.trim_end_matches(".dll").into(),
+        module: module.into(),
+    }
+}
+
+/// Nodes from rows, with totals = self + children's totals, as an agent computes them.
+pub fn nodes(rows: &[Row]) -> Vec<Node> {
+    let mut nodes: Vec<Node> = rows
+        .iter()
+        .map(|&(thread, parent, method, calls, self_ns, self_samples)| Node {
+            thread,
+            parent,
+            method,
+            calls,
+            self_ns,
+            total_ns: self_ns,
+            self_samples,
+            total_samples: self_samples,
+        })
+        .collect();
+    for i in (0..nodes.len()).rev() {
+        if let Some(p) = nodes[i].parent {
+            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
+            nodes[p as usize].total_ns = nodes[p as usize].total_ns.saturating_add(ns);
+            nodes[p as usize].total_samples = nodes[p as usize].total_samples.saturating_add(samples);
+        }
+    }
+    nodes
+}
+
+pub fn methods() -> Vec<Method> {
+    vec![
+        method("App.Program.Main", "(string[]) -> void", "App.dll"),
+        method("App.Program.<Main>b__0_0", "() -> void", "App.dll"),
+        method("App.Render.Html", "(string) -> string", "App.dll"),
+        method("App.Render.Html", "(int32) -> string", "App.dll"),
+        method("\"><img src=x onerror=alert(1)>", "() -> void", "Evil.dll"),
+        method("App.List`1.Add", "(!0) -> void", "App.dll"),
+        method("App.Weird;Name", "() -> void", ""),
+        method("App.Math.Fib", "(int32) -> int64", "App.dll"),
+        method("System.Threading.Thread.StartCallback", "() -> void", "System.Private.CoreLib.dll"),
+    ]
+}
+
+pub fn run(mode: Mode) -> RunInfo {
+    RunInfo {
+        mode,
+        timing: (mode == Mode::Tracing).then_some(Timing::Exact),
+        runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
+        command: vec!["dotnet".into(), "App.dll".into()],
+        pid: 777,
+        exit_code: Some(0),
+        signal: None,
+        wall_ns: 50_000_000,
+        started_unix_ms: 1_700_000_000_000,
+        sample_interval_ns: if mode == Mode::Sampling { 1_000_000 } else { 0 },
+        compensation: None,
+        incomplete: false,
+        lost: 0,
+        sample_clock: None,
+        samples_taken: 0,
+        samples_lost: Vec::new(),
+        agent_version: "0.1.0".into(),
+    }
+}
+
+fn threads() -> Vec<Thread> {
+    let thread = |os_tid, name: Option<&str>| Thread {
+        os_tid,
+        name: name.map(Into::into),
+        wall_ns: 40_000_000,
+        cpu_user_ns: 10_000_000,
+        cpu_kernel_ns: 1_000_000,
+    };
+    // The third thread did nothing measurable.
+    vec![thread(777, Some("Main")), thread(790, Some("<Worker> \"1\"")), thread(791, None)]
+}
+
+/// Exact tracing: recursion, both overloads of `Html` under the same caller, a weightless node.
+pub fn tracing() -> Profile {
+    Profile {
+        run: run(Mode::Tracing),
+        methods: methods(),
+        threads: threads(),
+        nodes: nodes(&[
+            (0, None, 0, 1, 100_000, 0),
+            (0, Some(0), 1, 3, 20_000, 0),
+            (0, Some(1), 2, 5, 7_000, 0),
+            (0, Some(1), 3, 2, 4_000, 0),
+            (0, Some(0), 7, 1, 1_000, 0),
+            (0, Some(4), 7, 2, 2_000, 0),
+            (0, Some(5), 7, 4, 0, 0),
+            (0, Some(0), 6, 9, 30_000, 0),
+            (1, None, 8, 1, 0, 0),
+            (1, Some(8), 4, 1, 55_555, 0),
+            (1, Some(8), 5, 1000, 66_000, 0),
+            (2, None, 8, 1, 0, 0),
+        ]),
+    }
+}
+
+/// Sampling at 1 ms on two threads.
+pub fn sampling() -> Profile {
+    let ms = 1_000_000;
+    Profile {
+        run: run(Mode::Sampling),
+        methods: methods(),
+        threads: threads(),
+        nodes: nodes(&[
+            (0, None, 0, 0, 4 * ms, 4),
+            (0, Some(0), 7, 0, 2 * ms, 2),
+            (0, Some(1), 7, 0, 0, 0),
+            (0, Some(2), 7, 0, 6 * ms, 6),
+            (0, Some(0), 2, 0, ms, 1),
+            (0, Some(0), 3, 0, ms, 1),
+            (1, None, 8, 0, 0, 0),
+            (1, Some(6), 4, 0, 3 * ms, 3),
+        ]),
+    }
+}

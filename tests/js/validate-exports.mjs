@@ -1,0 +1,138 @@
+// Checks Sonde's exports with independent consumers:
+//   *.speedscope.json  validated with ajv against the file-format schema shipped in the
+//                      `speedscope` npm package, then read back the way speedscope reads it;
+//   *.pb.gz            gunzipped with node's zlib and decoded with Datadog's `pprof-format`.
+// For a file F, the optional F.expect.json says what a consumer must find in it (profiles and
+// their stacks by name for speedscope; sample types, samples, stacks and labels for pprof).
+//
+// Usage: node tests/js/validate-exports.mjs FILE...   (exit 1 on the first broken file)
+
+import { readFileSync, existsSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import Ajv from 'ajv';
+import { Profile } from 'pprof-format';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const schemaPath = join(here, 'node_modules/speedscope/dist/release/file-format-schema.json');
+
+class Invalid extends Error {}
+
+function check(condition, message) {
+    if (!condition) throw new Invalid(message);
+}
+
+function same(actual, expected, what) {
+    check(isDeepStrictEqual(actual, expected),
+        `${what}:\n  expected ${JSON.stringify(expected)}\n  found    ${JSON.stringify(actual)}`);
+}
+
+let validateSpeedscope;
+function speedscope(file, expect) {
+    if (!validateSpeedscope) {
+        const ajv = new Ajv({ allErrors: true });
+        validateSpeedscope = ajv.compile(JSON.parse(readFileSync(schemaPath, 'utf8')));
+    }
+    const data = JSON.parse(readFileSync(file, 'utf8'));
+    if (!validateSpeedscope(data)) {
+        throw new Invalid(`does not match speedscope's schema: ${JSON.stringify(validateSpeedscope.errors, null, 1)}`);
+    }
+    // What the schema cannot say but speedscope's importer relies on.
+    const frames = data.shared.frames;
+    check(Number.isInteger(data.activeProfileIndex) && data.activeProfileIndex >= 0
+        && data.activeProfileIndex < data.profiles.length, 'activeProfileIndex names no profile');
+    const profiles = data.profiles.map((p, i) => {
+        check(p.type === 'sampled', `profile ${i} is ${p.type}, not sampled`);
+        check(p.samples.length === p.weights.length, `profile ${i}: ${p.samples.length} stacks, ${p.weights.length} weights`);
+        let sum = 0;
+        for (const w of p.weights) {
+            check(w > 0, `profile ${i}: weight ${w} (speedscope drops zero weights)`);
+            sum += w;
+        }
+        check(p.endValue - p.startValue === sum, `profile ${i}: endValue ${p.endValue} is not the sum of weights ${sum}`);
+        const stacks = p.samples.map((stack, j) => stack.map(f => {
+            check(Number.isInteger(f) && f >= 0 && f < frames.length, `profile ${i} stack ${j}: no frame ${f}`);
+            return frames[f].name;
+        }));
+        return { name: p.name, unit: p.unit, stacks, weights: p.weights };
+    });
+    if (expect) {
+        same(profiles.map(p => p.name), expect.profiles.map(p => p.name), 'profile names');
+        expect.profiles.forEach((e, i) => same(profiles[i], e, `profile ${i} (${e.name})`));
+        same(data.activeProfileIndex, expect.activeProfileIndex, 'activeProfileIndex');
+    }
+    return `${data.profiles.length} profiles, ${frames.length} frames`;
+}
+
+function pprof(file, expect) {
+    const p = Profile.decode(gunzipSync(readFileSync(file)));
+    const strings = p.stringTable.strings;
+    check(strings[0] === '', 'string 0 must be ""');
+    const str = (index, what) => {
+        const i = Number(index);
+        check(Number.isInteger(i) && i >= 0 && i < strings.length, `${what}: string ${index} out of ${strings.length}`);
+        return strings[i];
+    };
+    const functions = new Map();
+    for (const f of p.function) {
+        const id = Number(f.id);
+        check(id !== 0 && !functions.has(id), `function id ${id} is 0 or repeated`);
+        str(f.systemName, `function ${id} system name`);
+        str(f.filename, `function ${id} file name`);
+        functions.set(id, str(f.name, `function ${id} name`));
+    }
+    const locations = new Map();
+    for (const l of p.location) {
+        const id = Number(l.id);
+        check(id !== 0 && !locations.has(id), `location id ${id} is 0 or repeated`);
+        check(l.line.length > 0, `location ${id} has no line`);
+        locations.set(id, l.line.map(line => {
+            const name = functions.get(Number(line.functionId));
+            check(name !== undefined, `location ${id} names function ${line.functionId}, which is not defined`);
+            return name;
+        }));
+    }
+    const sampleTypes = p.sampleType.map(vt => `${str(vt.type, 'sample type')}/${str(vt.unit, 'sample unit')}`);
+    const samples = p.sample.map((s, i) => {
+        check(s.value.length === sampleTypes.length, `sample ${i}: ${s.value.length} values for ${sampleTypes.length} types`);
+        const stack = s.locationId.flatMap(id => {
+            const names = locations.get(Number(id));
+            check(names !== undefined, `sample ${i} names location ${id}, which is not defined`);
+            return names;
+        });
+        const labels = Object.fromEntries(s.label.map(l => [str(l.key, 'label key'), str(l.str, 'label value')]));
+        return { stack, values: s.value.map(Number), labels };
+    });
+    if (expect) {
+        same(sampleTypes, expect.sampleTypes, 'sample types');
+        same(str(p.defaultSampleType, 'default sample type'), expect.defaultSampleType, 'default sample type');
+        same(samples.length, expect.samples.length, 'number of samples');
+        expect.samples.forEach((e, i) => same(samples[i], e, `sample ${i}`));
+        same(Number(p.durationNanos), expect.durationNanos, 'duration');
+        same(Number(p.timeNanos), expect.timeNanos, 'time');
+    }
+    return `${samples.length} samples of ${sampleTypes.join(', ')}, ${p.location.length} locations, ${p.function.length} functions`;
+}
+
+const files = process.argv.slice(2);
+if (files.length === 0) {
+    console.error('usage: node validate-exports.mjs FILE.speedscope.json|FILE.pb.gz ...');
+    process.exit(2);
+}
+for (const file of files) {
+    const expectFile = `${file}.expect.json`;
+    const expect = existsSync(expectFile) ? JSON.parse(readFileSync(expectFile, 'utf8')) : undefined;
+    try {
+        let summary;
+        if (file.endsWith('.speedscope.json')) summary = speedscope(file, expect);
+        else if (file.endsWith('.pb.gz')) summary = pprof(file, expect);
+        else throw new Invalid('unknown kind of export (expected .speedscope.json or .pb.gz)');
+        console.log(`ok ${file}: ${summary}${expect ? ', as expected' : ''}`);
+    } catch (e) {
+        if (!(e instanceof Invalid)) throw e;
+        console.error(`INVALID ${file}: ${e.message}`);
+        process.exit(1);
+    }
+}
