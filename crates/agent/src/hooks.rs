@@ -147,12 +147,6 @@ pub struct CostProbe {
     best: Mutex<Option<MeasuredCost>>,
 }
 
-impl CostProbe {
-    pub const fn new(enter: fn(usize), leave: fn(usize), pair: fn(usize)) -> CostProbe {
-        CostProbe { enter, leave, pair, state: OnceLock::new(), best: Mutex::new(None) }
-    }
-}
-
 fn coreclr_enter(method: usize) {
     enter_exact(method)
 }
@@ -184,7 +178,11 @@ pub fn measure_cost() -> MeasuredCost {
 }
 
 impl CostProbe {
-    fn measure(&self) -> MeasuredCost {
+    pub const fn new(enter: fn(usize), leave: fn(usize), pair: fn(usize)) -> CostProbe {
+        CostProbe { enter, leave, pair, state: OnceLock::new(), best: Mutex::new(None) }
+    }
+
+    pub(crate) fn measure(&self) -> MeasuredCost {
         const BATCH: u64 = 500;
         const BATCHES: usize = 40;
         const PARENT: usize = 1;

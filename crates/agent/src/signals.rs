@@ -15,15 +15,17 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
 use std::time::Duration;
 
-/// Signals after which the runtime will not call `Shutdown`.
-const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT];
+/// Signals after which the runtime will not call `Shutdown`. SIGTERM is one of them only on
+/// runtimes that leave it at its default action (Mono: the process just dies), see
+/// [`install_with_sigterm`]; CoreCLR handles SIGTERM itself and shuts down cleanly.
+const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT, libc::SIGTERM];
 /// Longest a dying process is held back for its snapshot.
 const WAIT: Duration = Duration::from_secs(1);
 
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 static REQUESTED: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
-static PREVIOUS: [OnceLock<libc::sigaction>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+static PREVIOUS: [OnceLock<libc::sigaction>; 4] = [const { OnceLock::new() }; 4];
 
 /// Blocks [`SIGNALS`] on the calling thread (agent threads call this first).
 pub fn block_on_this_thread() {
@@ -38,8 +40,18 @@ pub fn block_on_this_thread() {
     }
 }
 
-/// Starts the snapshot thread (running `snapshot` on request) and installs the handlers.
+/// Starts the snapshot thread (running `snapshot` on request) and installs the handlers for
+/// SIGINT, SIGQUIT and SIGABRT.
 pub fn install(snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    install_for(&SIGNALS[..3], snapshot)
+}
+
+/// [`install`], and SIGTERM too: for a runtime that leaves SIGTERM at its default action.
+pub fn install_with_sigterm(snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    install_for(&SIGNALS, snapshot)
+}
+
+fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -57,7 +69,7 @@ pub fn install(snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
         }
     })?;
     PIPE_WRITE.store(write_fd, SeqCst);
-    for (i, sig) in SIGNALS.into_iter().enumerate() {
+    for (i, &sig) in SIGNALS.iter().enumerate().filter(|(_, sig)| signals.contains(sig)) {
         // SAFETY: installs `handler` (async-signal-safe, see the module docs) with the flags its
         // signature needs, saving the previous action for chaining; both structs are local or
         // static and fully initialised.

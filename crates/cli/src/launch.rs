@@ -90,10 +90,20 @@ fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig) -> V
     ];
     if let Some(dir) = mono_dir {
         env.push(("LD_LIBRARY_PATH".into(), prepend_path(dir, std::env::var_os("LD_LIBRARY_PATH"))));
-        env.push(("MONO_ENV_OPTIONS".into(), append_option(std::env::var_os("MONO_ENV_OPTIONS"), MONO_OPTION)));
+        env.push((
+            "MONO_ENV_OPTIONS".into(),
+            append_option(std::env::var_os("MONO_ENV_OPTIONS"), &mono_options(config)),
+        ));
     }
     env.extend(config.to_env().into_iter().map(|(k, v)| (k.to_string(), v.into())));
     env
+}
+
+/// What Mono is asked for: the profiler module, and, when the filter may select framework code,
+/// no precompiled (AOT) code — Debian's Mono runs `mscorlib` from AOT images, which have no
+/// enter/leave instrumentation (CoreCLR's equivalent is `COR_PRF_DISABLE_ALL_NGEN_IMAGES`).
+fn mono_options(config: &AgentConfig) -> String {
+    if config.filter.may_trace_framework() { format!("-O=-aot {MONO_OPTION}") } else { MONO_OPTION.to_string() }
 }
 
 /// `dir:existing`, or `dir` alone when there is nothing (an empty entry would mean the current
@@ -132,7 +142,7 @@ pub fn no_agent_reason(program: &[String]) -> String {
     if is_mono(&program[0]) {
         format!(
             "no .NET runtime loaded the agent: Mono did not load Sonde's profiler module {MONO_MODULE} \
-             (asked for with MONO_ENV_OPTIONS={MONO_OPTION}); is the agent library a Sonde agent?"
+             (requested with MONO_ENV_OPTIONS={MONO_OPTION}, found through LD_LIBRARY_PATH)"
         )
     } else {
         format!("no .NET runtime loaded the agent: is `{}` a .NET (CoreCLR or Mono) program?", program[0])
@@ -190,6 +200,10 @@ mod tests {
         assert_eq!(prepend_path(dir, Some("/a:/b".into())), "/tmp/s/mono:/a:/b");
         assert_eq!(append_option(None, MONO_OPTION), "--profile=sonde");
         assert_eq!(append_option(Some("--debug".into()), MONO_OPTION), "--debug --profile=sonde");
+        let mut config = AgentConfig::default();
+        assert_eq!(mono_options(&config), "--profile=sonde");
+        config.filter.all = true;
+        assert_eq!(mono_options(&config), "-O=-aot --profile=sonde");
     }
 
     #[test]

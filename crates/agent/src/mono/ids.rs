@@ -49,11 +49,11 @@ impl Table {
         let mut slot = self.home(key);
         loop {
             let k = self.keys.get(slot)?.load(Acquire);
-            if k == key {
-                return Some(self.ids.get(slot)?.load(Relaxed));
-            }
             if k == EMPTY {
                 return None;
+            }
+            if k == key {
+                return Some(self.ids.get(slot)?.load(Relaxed));
             }
             slot = (slot + 1) & mask;
         }

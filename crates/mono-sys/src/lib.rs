@@ -1,0 +1,250 @@
+//! Raw FFI declarations of the parts of Mono's embedding API that Sonde uses: the profiler API
+//! (`mono/metadata/profiler.h`, `profiler-events.h`, API version 3, Mono 6.x) and a few metadata
+//! and loader getters (`loader.h`, `class.h`, `image.h`, `metadata.h`, `row-indexes.h`, `blob.h`,
+//! `jit.h`, `utils/mono-publib.h`).
+//!
+//! # Design constraints
+//!
+//! * Declarations only, no logic: opaque handle types, callback signatures, constants and one
+//!   table of function pointers ([`MonoApi`]). Safe wrappers live in the agent (`sonde-agent`'s
+//!   `mono` module).
+//! * **Nothing here is linked.** The agent library is one `cdylib` that both runtimes load. Under
+//!   Mono the `mono_*` functions are exported by the `mono` executable itself (the runtime is
+//!   built in; linking `libmonosgen-2.0` would load a second runtime). Under CoreCLR they do not
+//!   exist at all, and rustc links shared libraries with `-z now` (BIND_NOW), so a single undefined
+//!   `mono_*` symbol would make CoreCLR's `dlopen` of the agent fail. So the functions are looked
+//!   up with `dlsym` when Mono calls the profiler's entry point ([`MonoApi::from_process`]), and
+//!   the agent library has no undefined `mono_*` symbols.
+//! * Signatures are transcribed from the headers of Mono 6.8 (Debian's `libmono-2.0-dev`); names
+//!   keep the headers' spelling.
+#![allow(non_camel_case_types)]
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+pub type mono_bool = i32;
+
+macro_rules! opaque {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[repr(C)]
+            pub struct $name {
+                _private: [u8; 0],
+            }
+        )*
+    };
+}
+
+opaque!(
+    MonoProfiler,
+    MonoProfilerDesc,
+    MonoMethod,
+    MonoClass,
+    MonoImage,
+    MonoObject,
+    MonoTableInfo,
+    MonoProfilerCallContext
+);
+
+/// `typedef struct _MonoProfilerDesc *MonoProfilerHandle;`
+pub type MonoProfilerHandle = *mut MonoProfilerDesc;
+
+/// `MonoProfilerCallInstrumentationFlags` (profiler.h).
+pub type MonoProfilerCallInstrumentationFlags = c_int;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_NONE: c_int = 0;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_ENTER: c_int = 1 << 1;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_ENTER_CONTEXT: c_int = 1 << 2;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE: c_int = 1 << 3;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE_CONTEXT: c_int = 1 << 4;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL: c_int = 1 << 5;
+pub const MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE: c_int = 1 << 6;
+
+/// `MonoMetaTableEnum` (blob.h): the tables Sonde reads.
+pub const MONO_TABLE_TYPEREF: c_int = 0x01;
+pub const MONO_TABLE_TYPEDEF: c_int = 0x02;
+pub const MONO_TABLE_METHOD: c_int = 0x06;
+pub const MONO_TABLE_TYPESPEC: c_int = 0x1b;
+
+/// Column indexes (row-indexes.h).
+pub const MONO_TYPEDEF_FLAGS: usize = 0;
+pub const MONO_TYPEDEF_NAME: usize = 1;
+pub const MONO_TYPEDEF_NAMESPACE: usize = 2;
+pub const MONO_TYPEDEF_SIZE: usize = 6;
+pub const MONO_TYPEREF_SCOPE: usize = 0;
+pub const MONO_TYPEREF_NAME: usize = 1;
+pub const MONO_TYPEREF_NAMESPACE: usize = 2;
+pub const MONO_TYPEREF_SIZE: usize = 3;
+pub const MONO_METHOD_NAME: usize = 3;
+pub const MONO_METHOD_SIGNATURE: usize = 4;
+pub const MONO_METHOD_SIZE: usize = 6;
+pub const MONO_TYPESPEC_SIGNATURE: usize = 0;
+pub const MONO_TYPESPEC_SIZE: usize = 1;
+
+/// ResolutionScope coded index (ECMA-335 II.24.2.6): 2 tag bits; tag 3 is a TypeRef (a nested type).
+pub const MONO_RESOLUTION_SCOPE_BITS: u32 = 2;
+pub const MONO_RESOLUTION_SCOPE_TYPEREF: u32 = 3;
+
+/// Token tables (tokentype.h): the top byte of a metadata token.
+pub const MONO_TOKEN_TYPE_REF: u32 = 0x0100_0000;
+pub const MONO_TOKEN_TYPE_DEF: u32 = 0x0200_0000;
+pub const MONO_TOKEN_METHOD_DEF: u32 = 0x0600_0000;
+pub const MONO_TOKEN_TYPE_SPEC: u32 = 0x1b00_0000;
+
+// Callback types (profiler.h expands profiler-events.h into `MonoProfiler<Type>Callback`).
+pub type MonoProfilerCallInstrumentationFilterCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod) -> MonoProfilerCallInstrumentationFlags;
+pub type MonoProfilerMethodEnterCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, context: *mut MonoProfilerCallContext);
+pub type MonoProfilerMethodLeaveCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, context: *mut MonoProfilerCallContext);
+pub type MonoProfilerMethodTailCallCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, target: *mut MonoMethod);
+pub type MonoProfilerMethodExceptionLeaveCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, exception: *mut MonoObject);
+pub type MonoProfilerRuntimeInitializedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler);
+pub type MonoProfilerRuntimeShutdownBeginCallback = unsafe extern "C" fn(prof: *mut MonoProfiler);
+pub type MonoProfilerRuntimeShutdownEndCallback = unsafe extern "C" fn(prof: *mut MonoProfiler);
+pub type MonoProfilerThreadStartedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, tid: usize);
+pub type MonoProfilerThreadStoppedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, tid: usize);
+pub type MonoProfilerThreadNameCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, tid: usize, name: *const c_char);
+pub type MonoProfilerExceptionThrowCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, exception: *mut MonoObject);
+
+/// Declares [`MonoApi`]: one function pointer per Mono function, named as Mono exports it.
+macro_rules! mono_api {
+    ($($name:ident: fn($($arg:ty),* $(,)?) $(-> $ret:ty)?;)*) => {
+        /// The Mono functions Sonde calls, resolved in the running process.
+        #[derive(Clone, Copy)]
+        pub struct MonoApi {
+            $(pub $name: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+        }
+
+        impl MonoApi {
+            /// Every function name, in declaration order.
+            pub const NAMES: &[&str] = &[$(stringify!($name)),*];
+
+            /// Builds the table from `lookup`, which returns the address of the named function or
+            /// null. Fails with the first name it cannot find.
+            ///
+            /// # Safety
+            /// Every non-null address `lookup` returns must be the Mono function of that name,
+            /// whose C signature is the one declared here.
+            pub unsafe fn resolve(mut lookup: impl FnMut(&CStr) -> *mut c_void) -> Result<MonoApi, &'static str> {
+                Ok(MonoApi {
+                    $($name: {
+                        let name = CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes())
+                            .map_err(|_| stringify!($name))?;
+                        let address = lookup(name);
+                        if address.is_null() {
+                            return Err(stringify!($name));
+                        }
+                        // SAFETY: per this function's contract, `address` is the function of
+                        // this name with this signature; function and data pointers have the
+                        // same size and representation on the targets Mono supports.
+                        unsafe {
+                            std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) $(-> $ret)?>(address)
+                        }
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+mono_api! {
+    // profiler.h
+    mono_profiler_create: fn(*mut MonoProfiler) -> MonoProfilerHandle;
+    mono_profiler_set_call_instrumentation_filter_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerCallInstrumentationFilterCallback>);
+    mono_profiler_set_method_enter_callback: fn(MonoProfilerHandle, Option<MonoProfilerMethodEnterCallback>);
+    mono_profiler_set_method_leave_callback: fn(MonoProfilerHandle, Option<MonoProfilerMethodLeaveCallback>);
+    mono_profiler_set_method_tail_call_callback: fn(MonoProfilerHandle, Option<MonoProfilerMethodTailCallCallback>);
+    mono_profiler_set_method_exception_leave_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerMethodExceptionLeaveCallback>);
+    mono_profiler_set_runtime_initialized_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerRuntimeInitializedCallback>);
+    mono_profiler_set_runtime_shutdown_begin_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerRuntimeShutdownBeginCallback>);
+    mono_profiler_set_runtime_shutdown_end_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerRuntimeShutdownEndCallback>);
+    mono_profiler_set_thread_started_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadStartedCallback>);
+    mono_profiler_set_thread_stopped_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadStoppedCallback>);
+    mono_profiler_set_thread_name_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadNameCallback>);
+    mono_profiler_set_exception_throw_callback: fn(MonoProfilerHandle, Option<MonoProfilerExceptionThrowCallback>);
+    // loader.h, class.h
+    mono_method_get_token: fn(*mut MonoMethod) -> u32;
+    mono_method_get_class: fn(*mut MonoMethod) -> *mut MonoClass;
+    mono_class_get_type_token: fn(*mut MonoClass) -> u32;
+    mono_class_get_image: fn(*mut MonoClass) -> *mut MonoImage;
+    // image.h
+    mono_image_get_name: fn(*mut MonoImage) -> *const c_char;
+    mono_image_get_filename: fn(*mut MonoImage) -> *const c_char;
+    mono_image_get_table_info: fn(*mut MonoImage, c_int) -> *const MonoTableInfo;
+    mono_table_info_get_rows: fn(*const MonoTableInfo) -> c_int;
+    // metadata.h
+    mono_metadata_decode_row: fn(*const MonoTableInfo, c_int, *mut u32, c_int);
+    mono_metadata_string_heap: fn(*mut MonoImage, u32) -> *const c_char;
+    mono_metadata_blob_heap: fn(*mut MonoImage, u32) -> *const c_char;
+    mono_metadata_decode_blob_size: fn(*const c_char, *mut *const c_char) -> u32;
+    mono_metadata_nested_in_typedef: fn(*mut MonoImage, u32) -> u32;
+    // jit.h, utils/mono-publib.h
+    mono_get_runtime_build_info: fn() -> *mut c_char;
+    mono_free: fn(*mut c_void);
+}
+
+/// Shared objects that may hold the runtime when the host is not the `mono` executable (an
+/// embedder that loaded libmono with `RTLD_LOCAL`, so its symbols are not global).
+pub const RUNTIME_LIBRARIES: &[&CStr] = &[c"libmonosgen-2.0.so.1", c"libmonosgen-2.0.so", c"libmono-2.0.so.1"];
+
+impl MonoApi {
+    /// Resolves every function in the running process: first among the global symbols (the
+    /// `mono` executable exports the whole API), then in an already loaded runtime library.
+    /// Never loads anything new.
+    pub fn from_process() -> Result<MonoApi, String> {
+        let global = |name: &CStr| {
+            // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only reads.
+            unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+        };
+        // SAFETY: symbols named `mono_*` in a process running Mono are Mono's API functions.
+        let first = match unsafe { MonoApi::resolve(global) } {
+            Ok(api) => return Ok(api),
+            Err(missing) => missing,
+        };
+        for library in RUNTIME_LIBRARIES {
+            // SAFETY: RTLD_NOLOAD only returns a handle to a library that is already loaded.
+            let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+            if handle.is_null() {
+                continue;
+            }
+            // SAFETY: dlsym on a valid handle with a NUL-terminated name; see above for the
+            // signatures. The handle is kept open (the runtime stays loaded anyway).
+            if let Ok(api) = unsafe { MonoApi::resolve(|name| libc::dlsym(handle, name.as_ptr())) } {
+                return Ok(api);
+            }
+        }
+        Err(format!("the Mono runtime's function {first} is not in this process"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_reports_the_first_missing_name() {
+        // SAFETY: the lookup never returns a non-null address.
+        let result = unsafe { MonoApi::resolve(|_| std::ptr::null_mut()) };
+        assert_eq!(result.err(), Some(MonoApi::NAMES[0]));
+    }
+
+    #[test]
+    fn names_are_mono_functions() {
+        assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
+        assert_eq!(MonoApi::NAMES.len(), 28);
+    }
+
+    #[test]
+    fn no_mono_outside_mono() {
+        // A test binary is not Mono: nothing resolves, and nothing is loaded to make it so.
+        assert!(MonoApi::from_process().is_err());
+    }
+}
