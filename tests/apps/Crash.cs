@@ -2,6 +2,8 @@
 // It makes some Acme calls, prints a result line and its expect-calls lines (before
 // crashing), then throws Acme.CrashTestException from Acme.Crash.Explode, unhandled.
 // On Linux the .NET runtime then aborts: SIGABRT, i.e. exit status 134 in a shell.
+// `Crash.exe after-handled` first throws and catches an exception, just before the crash (a
+// profiler that snapshots on exceptions at most every so often must still keep the data).
 
 using System;
 
@@ -14,8 +16,9 @@ namespace Acme
 
     static class Crash
     {
-        static void Main()
+        static void Main(string[] args)
         {
+            bool afterHandled = args.Length > 0 && args[0] == "after-handled";
             int total = 0;
             for (int i = 0; i < 5; i++)
                 total += Prepare(i);
@@ -25,14 +28,25 @@ namespace Acme
             Console.WriteLine("expect-calls Acme.Crash.Prepare 5");
             Console.WriteLine("expect-calls Acme.Crash.Detonate 1");
             Console.WriteLine("expect-calls Acme.Crash.Explode 1");
-            Console.WriteLine("expect-calls Acme.CrashTestException..ctor 1");
+            Console.WriteLine("expect-calls Acme.CrashTestException..ctor " + (afterHandled ? 2 : 1));
+            if (afterHandled)
+                Console.WriteLine("expect-calls Acme.Crash.Probe 1");
             Console.Out.Flush();
+
+            if (afterHandled)
+                Probe();
 
             Detonate(total);
             Console.WriteLine("unreachable");
         }
 
         static int Prepare(int i) { return i * i; }
+
+        static void Probe()
+        {
+            try { throw new CrashTestException("handled"); }
+            catch (CrashTestException) { }
+        }
 
         static void Detonate(int total) { Explode(total); Console.WriteLine("unreachable"); }
 

@@ -17,7 +17,7 @@ use sonde_protocol::{AgentConfig, Hello, MethodRecord, PROTOCOL_VERSION};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
 pub struct Profiler;
@@ -29,11 +29,7 @@ struct Active {
     link: Link,
     facts: SnapshotFacts,
     shut_down: AtomicBool,
-    last_exception_snapshot_ns: AtomicU64,
 }
-
-/// See `exception_thrown`.
-const EXCEPTION_SNAPSHOT_GAP: Duration = Duration::from_millis(200);
 
 static ACTIVE: OnceLock<Active> = OnceLock::new();
 static METHODS: OnceLock<MethodTable> = OnceLock::new();
@@ -90,14 +86,7 @@ impl ProfilerCallback for Profiler {
             link.send_error(format!("{what} failed: {e}"));
             e
         })?;
-        let active = ACTIVE.get_or_init(|| Active {
-            info,
-            config,
-            link,
-            facts,
-            shut_down: AtomicBool::new(false),
-            last_exception_snapshot_ns: AtomicU64::new(0),
-        });
+        let active = ACTIVE.get_or_init(|| Active { info, config, link, facts, shut_down: AtomicBool::new(false) });
         if let Err(e) = active.link.serve(methods(), facts) {
             log!("cannot start the IPC thread: {e}");
         }
@@ -173,19 +162,12 @@ impl ProfilerCallback for Profiler {
         }
     }
 
-    /// An exception may be about to kill the process: on an unhandled exception the runtime
-    /// aborts without calling `Shutdown` (and resets the signal handlers first, so `signals`
-    /// cannot catch that abort). Send a snapshot now, synchronously, at most once per
-    /// [`EXCEPTION_SNAPSHOT_GAP`] so exception-heavy programs pay at most a few snapshots a second.
+    /// An exception may be about to kill the process (see `signals::exception_thrown`).
     fn exception_thrown(&self) {
         let Some(active) = ACTIVE.get() else { return };
-        let now = clock::elapsed_ns();
-        let last = active.last_exception_snapshot_ns.load(Relaxed);
-        if last != 0 && now.saturating_sub(last) < EXCEPTION_SNAPSHOT_GAP.as_nanos() as u64 {
-            return;
-        }
-        active.last_exception_snapshot_ns.store(now.max(1), Relaxed);
-        active.link.send_snapshot(methods(), active.facts, false);
+        signals::exception_thrown(|| {
+            active.link.send_snapshot(methods(), active.facts, false);
+        });
     }
 
     fn exception_unwind_function_enter(&self, function: FunctionID) {

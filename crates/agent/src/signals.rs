@@ -11,9 +11,11 @@
 //! and the chaining. The snapshot is built on an ordinary thread, which (like every agent thread)
 //! blocks these signals so a handler never waits for the thread it interrupted.
 
+use std::sync::Mutex;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
 use std::time::Duration;
+use std::time::Instant;
 
 /// Signals after which the runtime will not call `Shutdown`. SIGTERM is one of them only on
 /// runtimes that leave it at its default action (Mono: the process just dies), see
@@ -22,7 +24,15 @@ const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT, l
 /// Longest a dying process is held back for its snapshot.
 const WAIT: Duration = Duration::from_secs(1);
 
+/// Shortest time between two snapshots the snapshot thread takes on request.
+const MIN_GAP: Duration = Duration::from_millis(20);
+/// See [`exception_thrown`].
+const EXCEPTION_GAP: Duration = Duration::from_millis(200);
+
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// A request is waiting for the snapshot thread (requests coalesce).
+static PENDING: AtomicBool = AtomicBool::new(false);
+static LAST_EXCEPTION_SNAPSHOT: Mutex<Option<Instant>> = Mutex::new(None);
 static REQUESTED: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
 static PREVIOUS: [OnceLock<libc::sigaction>; 4] = [const { OnceLock::new() }; 4];
@@ -63,9 +73,13 @@ fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) ->
         let mut byte = 0u8;
         // SAFETY: reads one byte into a local from a descriptor this thread owns.
         while unsafe { libc::read(read_fd, (&raw mut byte).cast(), 1) } == 1 {
+            PENDING.store(false, SeqCst);
             let ticket = REQUESTED.load(SeqCst);
             snapshot();
             SENT.fetch_max(ticket, SeqCst);
+            // Requests that arrive meanwhile coalesce into the next snapshot; this bounds how
+            // often an exception-heavy program pays for one.
+            std::thread::sleep(MIN_GAP);
         }
     })?;
     PIPE_WRITE.store(write_fd, SeqCst);
@@ -86,6 +100,38 @@ fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) ->
         }
     }
     Ok(())
+}
+
+/// Asks the snapshot thread for a snapshot, without waiting (coalesced with pending requests).
+pub fn request_snapshot() {
+    if PENDING.swap(true, SeqCst) {
+        return;
+    }
+    let fd = PIPE_WRITE.load(SeqCst);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: write(2) of one byte from a local to our pipe.
+        unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
+    }
+}
+
+/// The program threw an exception: it may be about to die of it without the runtime's shutdown
+/// notification (CoreCLR aborts on an unhandled exception, after resetting the signal handlers;
+/// Mono calls `exit`). The first exception after a quiet period ([`EXCEPTION_GAP`]) runs
+/// `send_now` on the throwing thread, so the data is out before the process can go; later ones
+/// only ask the snapshot thread ([`request_snapshot`]), so an exception-heavy program is never
+/// held back — and a crash right after a handled exception (a start-up probe, say) still gets
+/// a snapshot, taken while the runtime reports the crash.
+pub fn exception_thrown(send_now: impl FnOnce()) {
+    let mut last = LAST_EXCEPTION_SNAPSHOT.lock().unwrap_or_else(|e| e.into_inner());
+    if last.is_some_and(|t| t.elapsed() < EXCEPTION_GAP) {
+        drop(last);
+        request_snapshot();
+        return;
+    }
+    *last = Some(Instant::now());
+    drop(last);
+    send_now();
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
