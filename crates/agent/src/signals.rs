@@ -156,14 +156,36 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mu
 /// Gives the signal to the handler that was installed before ours.
 fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let Some(previous) = SIGNALS.iter().position(|&s| s == sig).and_then(|i| PREVIOUS[i].get()) else { return };
+    forward(previous, sig, info, context, OnDefault::Reraise);
+}
+
+/// What [`forward`] does when the previous action was the default one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnDefault {
+    /// Restore the default action and raise the signal again (it takes effect when the current
+    /// handler returns: the signal is blocked while it runs).
+    Reraise,
+    /// Do nothing (a signal that was not ours and whose default would be fatal).
+    Ignore,
+}
+
+/// Hands a signal to the action that was installed before ours. Async-signal-safe.
+pub fn forward(
+    previous: &libc::sigaction,
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut libc::c_void,
+    on_default: OnDefault,
+) {
     match previous.sa_sigaction {
         libc::SIG_IGN => {}
         libc::SIG_DFL => {
-            // SAFETY: restores the default action and re-raises; the signal is blocked while this
-            // handler runs, so it is delivered (with its default effect) when the handler returns.
-            unsafe {
-                libc::signal(sig, libc::SIG_DFL);
-                libc::raise(sig);
+            if on_default == OnDefault::Reraise {
+                // SAFETY: signal(2) and raise(3) are async-signal-safe.
+                unsafe {
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::raise(sig);
+                }
             }
         }
         f if previous.sa_flags & libc::SA_SIGINFO != 0 => {

@@ -155,21 +155,10 @@ fn registers(context: *mut libc::c_void) -> (usize, usize, usize) {
     (mc.pc as usize, mc.sp as usize, mc.regs[29] as usize)
 }
 
-/// A SIGPROF that is not from our timers goes to whoever had the signal before.
+/// A SIGPROF that is not ours goes to whoever had the signal before (its default action, fatal,
+/// is not taken: a stray SIGPROF must not kill a profiled program).
 fn chain(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    let Some(previous) = PREVIOUS.get() else { return };
-    match previous.sa_sigaction {
-        libc::SIG_DFL | libc::SIG_IGN => {}
-        f if previous.sa_flags & libc::SA_SIGINFO != 0 => {
-            // SAFETY: installed with SA_SIGINFO, so it has the three-argument signature.
-            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                unsafe { std::mem::transmute(f) };
-            f(signal, info, context);
-        }
-        f => {
-            // SAFETY: installed without SA_SIGINFO: a one-argument handler.
-            let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(f) };
-            f(signal);
-        }
+    if let Some(previous) = PREVIOUS.get() {
+        crate::signals::forward(previous, signal, info, context, crate::signals::OnDefault::Ignore);
     }
 }
