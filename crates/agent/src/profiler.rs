@@ -377,7 +377,7 @@ fn read_memory(address: usize, buf: &mut [u8]) -> Option<()> {
 }
 
 /// (library file name, library path, symbol) for native code, from `dladdr`.
-fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
+pub(crate) fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
     // SAFETY: dladdr only reads the loader's tables and fills `info`; the strings it returns
     // belong to loaded objects and are copied before returning.
     unsafe {

@@ -91,11 +91,15 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
     drop(registry);
     let (samples_taken, samples_lost) = if ctx.sampling {
         let (taken, l) = crate::sampling::totals();
-        let lost = [
+        let mut lost = vec![
             ("ring_full", l.ring_full),
             ("unknown_thread", l.unknown_thread),
             ("too_many_threads", l.too_many_threads),
         ];
+        // Only an external sampler (Mono's) walks stacks that can hold no managed frame at all.
+        if crate::sampling::external() {
+            lost.push(("no_managed_frames", l.no_managed_frames));
+        }
         (taken, lost.into_iter().map(|(reason, count)| LostSamples { reason: reason.into(), count }).collect())
     } else {
         (0, Vec::new())

@@ -12,8 +12,8 @@
 //! starts inherits them, so .NET children are profiled too — a Mono program started by a shell
 //! script (how Debian ships Mono tools) or by a CoreCLR program included. Each runtime ignores the
 //! other's variables. Whether the command itself is Mono (its file name is `mono` or `mono-*`,
-//! e.g. `mono-sgen`) only changes the errors: a missing Mono, a mode Mono does not support yet,
-//! and what to say when no agent connected. No `--runtime` flag is needed.
+//! e.g. `mono-sgen`) only changes the errors: a missing Mono, and what to say when no agent
+//! connected. No `--runtime` flag is needed.
 
 use anyhow::{Context, Result, bail};
 use sonde_profile::Mode;
@@ -44,19 +44,11 @@ pub fn is_mono(program: &str) -> bool {
 /// directory goes next to the agent socket, in the collector's private directory, which lives as
 /// long as the recording.
 pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result<Command> {
-    if is_mono(&program[0]) {
-        if find_program(&program[0]).is_none() {
-            bail!(
-                "cannot run `{}`: command not found; is Mono installed? (Debian/Ubuntu: apt-get install mono-runtime)",
-                program[0]
-            );
-        }
-        if config.mode != Mode::Tracing {
-            bail!(
-                "{} mode is not available on Mono yet; record Mono programs with --mode tracing",
-                config.mode.as_str()
-            );
-        }
+    if is_mono(&program[0]) && find_program(&program[0]).is_none() {
+        bail!(
+            "cannot run `{}`: command not found; is Mono installed? (Debian/Ubuntu: apt-get install mono-runtime)",
+            program[0]
+        );
     }
     let mono_dir = match config.socket.as_deref().and_then(Path::parent) {
         Some(private) => Some(mono_module_dir(private, agent)?),
@@ -99,11 +91,16 @@ fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig) -> V
     env
 }
 
-/// What Mono is asked for: the profiler module, and, when the filter may select framework code,
-/// no precompiled (AOT) code — Debian's Mono runs `mscorlib` from AOT images, which have no
+/// What Mono is asked for: the profiler module, and, when tracing may select framework code, no
+/// precompiled (AOT) code — Debian's Mono runs `mscorlib` from AOT images, which have no
 /// enter/leave instrumentation (CoreCLR's equivalent is `COR_PRF_DISABLE_ALL_NGEN_IMAGES`).
+/// Sampling changes no code generation: AOT code is sampled like the rest.
 fn mono_options(config: &AgentConfig) -> String {
-    if config.filter.may_trace_framework() { format!("-O=-aot {MONO_OPTION}") } else { MONO_OPTION.to_string() }
+    if config.mode == Mode::Tracing && config.filter.may_trace_framework() {
+        format!("-O=-aot {MONO_OPTION}")
+    } else {
+        MONO_OPTION.to_string()
+    }
 }
 
 /// `dir:existing`, or `dir` alone when there is nothing (an empty entry would mean the current
@@ -200,10 +197,12 @@ mod tests {
         assert_eq!(prepend_path(dir, Some("/a:/b".into())), "/tmp/s/mono:/a:/b");
         assert_eq!(append_option(None, MONO_OPTION), "--profile=sonde");
         assert_eq!(append_option(Some("--debug".into()), MONO_OPTION), "--debug --profile=sonde");
-        let mut config = AgentConfig::default();
+        let mut config = AgentConfig { mode: Mode::Tracing, ..AgentConfig::default() };
         assert_eq!(mono_options(&config), "--profile=sonde");
         config.filter.all = true;
         assert_eq!(mono_options(&config), "-O=-aot --profile=sonde");
+        config.mode = Mode::Sampling;
+        assert_eq!(mono_options(&config), "--profile=sonde", "sampling keeps AOT code");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Raw FFI declarations of the parts of Mono's embedding API that Sonde uses: the profiler API
-//! (`mono/metadata/profiler.h`, `profiler-events.h`, API version 3, Mono 6.x) and a few metadata
-//! and loader getters (`loader.h`, `class.h`, `image.h`, `metadata.h`, `row-indexes.h`, `blob.h`,
-//! `jit.h`, `utils/mono-publib.h`).
+//! (`mono/metadata/profiler.h`, `profiler-events.h`, API version 3, Mono 6.x), the async-safe
+//! stack walk, and a few metadata and loader getters (`loader.h`, `class.h`, `image.h`,
+//! `metadata.h`, `row-indexes.h`, `blob.h`, `appdomain.h`, `debug-helpers.h`, `jit.h`,
+//! `utils/mono-publib.h`).
 //!
 //! # Design constraints
 //!
@@ -42,7 +43,9 @@ opaque!(
     MonoImage,
     MonoObject,
     MonoTableInfo,
-    MonoProfilerCallContext
+    MonoProfilerCallContext,
+    MonoJitInfo,
+    MonoDomain
 );
 
 /// `typedef struct _MonoProfilerDesc *MonoProfilerHandle;`
@@ -57,6 +60,15 @@ pub const MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE: c_int = 1 << 3;
 pub const MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE_CONTEXT: c_int = 1 << 4;
 pub const MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL: c_int = 1 << 5;
 pub const MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE: c_int = 1 << 6;
+
+/// `MonoProfilerSampleMode` (profiler.h): what drives Mono's sampling thread.
+pub type MonoProfilerSampleMode = c_int;
+/// No sampling: the sampling thread sleeps.
+pub const MONO_PROFILER_SAMPLE_MODE_NONE: c_int = 0;
+/// Ticks on the process's CPU-time clock (falls back to REAL without one).
+pub const MONO_PROFILER_SAMPLE_MODE_PROCESS: c_int = 1;
+/// Ticks on the monotonic (wall) clock.
+pub const MONO_PROFILER_SAMPLE_MODE_REAL: c_int = 2;
 
 /// `MonoMetaTableEnum` (blob.h): the tables Sonde reads.
 pub const MONO_TABLE_TYPEREF: c_int = 0x01;
@@ -108,6 +120,21 @@ pub type MonoProfilerThreadStoppedCallback = unsafe extern "C" fn(prof: *mut Mon
 pub type MonoProfilerThreadNameCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, tid: usize, name: *const c_char);
 pub type MonoProfilerExceptionThrowCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, exception: *mut MonoObject);
+pub type MonoProfilerJitDoneCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo);
+/// Runs in Mono's profiling signal handler, on the sampled thread; `context` is the signal's
+/// `ucontext_t`.
+pub type MonoProfilerSampleHitCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, ip: *const u8, context: *const c_void);
+/// `MonoStackWalkAsyncSafe` (loader.h): one managed frame; `method` is null for code whose method
+/// cannot be looked up async-safely (AOT code). Returning true stops the walk.
+pub type MonoStackWalkAsyncSafe = unsafe extern "C" fn(
+    method: *mut MonoMethod,
+    domain: *mut MonoDomain,
+    base_address: *mut c_void,
+    offset: c_int,
+    data: *mut c_void,
+) -> mono_bool;
 
 /// Declares [`MonoApi`]: one function pointer per Mono function, named as Mono exports it.
 macro_rules! mono_api {
@@ -170,6 +197,14 @@ mono_api! {
     mono_profiler_set_thread_stopped_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadStoppedCallback>);
     mono_profiler_set_thread_name_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadNameCallback>);
     mono_profiler_set_exception_throw_callback: fn(MonoProfilerHandle, Option<MonoProfilerExceptionThrowCallback>);
+    mono_profiler_set_jit_done_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitDoneCallback>);
+    mono_profiler_set_sample_hit_callback: fn(MonoProfilerHandle, Option<MonoProfilerSampleHitCallback>);
+    mono_profiler_enable_sampling: fn(MonoProfilerHandle) -> mono_bool;
+    mono_profiler_set_sample_mode: fn(MonoProfilerHandle, MonoProfilerSampleMode, u32) -> mono_bool;
+    // loader.h (async-signal-safe: callable from the sample-hit callback)
+    mono_stack_walk_async_safe: fn(MonoStackWalkAsyncSafe, *mut c_void, *mut c_void);
+    // appdomain.h
+    mono_jit_info_get_code_start: fn(*mut MonoJitInfo) -> *mut c_void;
     // loader.h, class.h
     mono_method_get_token: fn(*mut MonoMethod) -> u32;
     mono_method_get_class: fn(*mut MonoMethod) -> *mut MonoClass;
@@ -186,6 +221,8 @@ mono_api! {
     mono_metadata_blob_heap: fn(*mut MonoImage, u32) -> *const c_char;
     mono_metadata_decode_blob_size: fn(*const c_char, *mut *const c_char) -> u32;
     mono_metadata_nested_in_typedef: fn(*mut MonoImage, u32) -> u32;
+    // debug-helpers.h
+    mono_method_full_name: fn(*mut MonoMethod, mono_bool) -> *mut c_char;
     // jit.h, utils/mono-publib.h
     mono_get_runtime_build_info: fn() -> *mut c_char;
     mono_free: fn(*mut c_void);
@@ -239,7 +276,7 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 28);
+        assert_eq!(MonoApi::NAMES.len(), 35);
     }
 
     #[test]

@@ -73,6 +73,42 @@ pub unsafe fn describe(api: &MonoApi, method: *mut MonoMethod) -> Option<MethodN
     Some(MethodNames { name, signature, assembly, module })
 }
 
+/// Names code that has no metadata of its own (Mono's wrappers, dynamic methods), for sampling
+/// mode, where such frames are on real stacks: Mono's own display name (`(wrapper
+/// managed-to-native) System.Threading.Thread:SleepInternal (int)`), no signature, and the
+/// assembly of the class it hangs off.
+///
+/// # Safety
+/// As for [`describe`].
+pub unsafe fn describe_wrapper(api: &MonoApi, method: *mut MonoMethod) -> Option<MethodNames> {
+    if method.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract; the string is Mono's, freed once below.
+    let full = unsafe { (api.mono_method_full_name)(method, 1) };
+    if full.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string owned by us until freed.
+    let name = unsafe { c_string(full) };
+    // SAFETY: allocated by Mono for the caller, freed once.
+    unsafe { (api.mono_free)(full.cast()) };
+    // SAFETY: getters on the live method and its class.
+    let class = unsafe { (api.mono_method_get_class)(method) };
+    // SAFETY: as above.
+    let image = if class.is_null() { std::ptr::null_mut() } else { unsafe { (api.mono_class_get_image)(class) } };
+    let (assembly, module) = if image.is_null() {
+        (String::new(), String::new())
+    } else {
+        // SAFETY: image getters on the class's live image; the strings belong to the image.
+        let (assembly, path) =
+            unsafe { (c_string((api.mono_image_get_name)(image)), c_string((api.mono_image_get_filename)(image))) };
+        let module = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+        (assembly, module)
+    };
+    Some(MethodNames { name, signature: String::new(), assembly, module })
+}
+
 /// A C string owned by the runtime, copied (lossily for invalid UTF-8); empty for null.
 ///
 /// # Safety

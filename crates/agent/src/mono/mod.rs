@@ -31,13 +31,16 @@
 //! * **Threads.** Mono identifies threads by their `pthread_t`; the agent's registry by OS thread
 //!   id. `thread_started` runs on the new thread itself, which is where the two are paired.
 //!
-//! Sampling mode is not implemented for Mono yet: the agent connects and reports that, so the
-//! controller can say so. Every callback runs behind a panic guard (the enter/leave fast paths,
+//! Sampling mode (`sampling.rs`) uses Mono's own sampler instead of the filter and enter/leave:
+//! names at JIT time (`jit_done`), stacks from Mono's async-safe walk in its signal handler.
+//!
+//! Every callback runs behind a panic guard (the enter/leave fast paths and the sample callback,
 //! which cannot panic, before it); the first panic switches the backend off (the profile is lost,
 //! the program is not). Nothing is printed: `SONDE_LOG` only.
 
 mod ids;
 mod metadata;
+mod sampling;
 
 use crate::clock;
 use crate::hooks::{self, CostProbe};
@@ -49,7 +52,7 @@ use crate::snapshot::MethodTable;
 use crate::threads;
 use ids::MethodIds;
 use sonde_mono_sys::*;
-use sonde_profile::{Mode, Runtime, Timing};
+use sonde_profile::{Mode, Runtime, SampleClock, Timing};
 use sonde_protocol::{AgentConfig, Hello, MethodRecord, PROTOCOL_VERSION};
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
@@ -79,6 +82,8 @@ struct ThreadIds {
 
 static BACKEND: OnceLock<Backend> = OnceLock::new();
 static METHODS: OnceLock<MethodTable> = OnceLock::new();
+/// `MonoMethod*` → the method's id in [`METHODS`] (tracing), or its index among the compiled
+/// methods (sampling: `sampling.rs`).
 static IDS: MethodIds = MethodIds::new();
 /// Set by the first call of the entry point.
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -192,9 +197,8 @@ fn init(desc: &str) {
             return;
         }
     };
-    if config.mode != Mode::Tracing {
-        log!("mode {:?} is not available on Mono yet", config.mode);
-        link.send_error("sampling mode is not available on Mono yet; record with --mode tracing".into());
+    if config.mode == Mode::Sampling {
+        start_sampling(api, config, link);
         return;
     }
 
@@ -245,6 +249,60 @@ fn init(desc: &str) {
     log!("profiling");
 }
 
+/// Sampling mode: Mono's sampler signals the threads, `sampling.rs` walks their stacks; Sonde
+/// runs the drain thread only. No filter, no enter/leave, no JIT option changed.
+fn start_sampling(api: MonoApi, config: AgentConfig, link: Link) {
+    let interval = Duration::from_micros(config.interval_us.max(1));
+    // Mono ticks at a whole frequency; the weighting and the times use the interval asked for.
+    let freq = ((1_000_000 + config.interval_us / 2) / config.interval_us.max(1)).clamp(1, u32::MAX as u64) as u32;
+    let clock = match config.clock {
+        SampleClock::Cpu => crate::sampling::Clock::Cpu,
+        SampleClock::Wall => crate::sampling::Clock::Wall,
+    };
+    let facts = SnapshotFacts { sample_interval_ns: interval.as_nanos() as u64, exact_timing: false, sampling: true };
+    let backend = BACKEND.get_or_init(|| Backend {
+        api,
+        config,
+        link,
+        facts,
+        shut_down: AtomicBool::new(false),
+        last_exception_snapshot_ns: AtomicU64::new(0),
+        threads: Mutex::new(ThreadIds::default()),
+    });
+    if let Err(e) = crate::sampling::start_external(interval, clock, sampling::resolver()) {
+        log!("cannot start the drain thread: {e}");
+        backend.link.send_error(format!("cannot start the sampling drain thread: {e}"));
+        return;
+    }
+    // SAFETY: Mono's profiler API, called from the init function with a null `MonoProfiler*`.
+    let handle = unsafe { (backend.api.mono_profiler_create)(null_mut()) };
+    let empty = std::env::var("SONDE_BENCH_HOOKS").as_deref() == Ok("empty");
+    if empty {
+        log!("benchmark floor: Mono's sampler with an empty sample callback; nothing is recorded");
+    }
+    if let Err(e) = sampling::register(&backend.api, handle, freq, empty) {
+        log!("{e}");
+        backend.link.send_error(format!("{e}: cannot sample this Mono process"));
+        return;
+    }
+    register_common_callbacks(&backend.api, handle);
+    // The thread running the init function initialises the runtime and runs Main.
+    start_sampling_thread(threads::gettid());
+    // SAFETY: registers a function of this library (which Mono never unloads) to run at exit.
+    if unsafe { libc::atexit(at_exit) } != 0 {
+        log!("cannot register the exit handler");
+    }
+    if let Err(e) = backend.link.serve(methods(), facts) {
+        log!("cannot start the IPC thread: {e}");
+    }
+    log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {:?} clock", clock);
+}
+
+fn start_sampling_thread(os_tid: u32) {
+    threads::state_for(os_tid);
+    crate::sampling::register(os_tid);
+}
+
 fn register_callbacks(api: &MonoApi, timed: bool, floor: Option<hooks::Floor>) {
     let (enter, leave, tail, exception): (
         MonoProfilerMethodEnterCallback,
@@ -260,13 +318,22 @@ fn register_callbacks(api: &MonoApi, timed: bool, floor: Option<hooks::Floor>) {
     // SAFETY: Mono's profiler API, called from the profiler's init function as it requires, with
     // a null `MonoProfiler*` (documented as allowed) and callbacks whose signatures are the
     // header's callback types.
-    unsafe {
+    let handle = unsafe {
         let handle = (api.mono_profiler_create)(null_mut());
         (api.mono_profiler_set_call_instrumentation_filter_callback)(handle, Some(instrumentation_filter));
         (api.mono_profiler_set_method_enter_callback)(handle, Some(enter));
         (api.mono_profiler_set_method_leave_callback)(handle, Some(leave));
         (api.mono_profiler_set_method_tail_call_callback)(handle, Some(tail));
         (api.mono_profiler_set_method_exception_leave_callback)(handle, Some(exception));
+        handle
+    };
+    register_common_callbacks(api, handle);
+}
+
+/// The callbacks both modes need: runtime start and end, threads, exceptions.
+fn register_common_callbacks(api: &MonoApi, handle: MonoProfilerHandle) {
+    // SAFETY: as in `register_callbacks`.
+    unsafe {
         (api.mono_profiler_set_runtime_initialized_callback)(handle, Some(runtime_initialized));
         (api.mono_profiler_set_runtime_shutdown_begin_callback)(handle, Some(runtime_shutdown_begin));
         (api.mono_profiler_set_runtime_shutdown_end_callback)(handle, Some(runtime_shutdown_end));
@@ -508,6 +575,14 @@ fn final_snapshot(why: &str) {
         return;
     }
     sampler::stop();
+    if backend.facts.sampling {
+        // What the final snapshot is about to report (Mono's sampler keeps running until the
+        // runtime is gone). A sample standing for several intervals counted the extra ones as
+        // deferred.
+        crate::sampling::drain();
+        let (taken, losses) = crate::sampling::totals();
+        log!("samples: {taken} taken in {} stacks; {losses:?}", taken.saturating_sub(losses.deferred));
+    }
     let sent = backend.link.send_snapshot(methods(), backend.facts, true);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
 }
@@ -539,6 +614,12 @@ unsafe extern "C" fn thread_started(_prof: *mut MonoProfiler, tid: usize) {
             return;
         }
         let os_tid = threads::gettid();
+        if backend.facts.sampling {
+            // Mono signals every attached thread; this one is now known to `sampling`. (It is
+            // not unregistered when it stops: Mono stops signalling it, and a later thread that
+            // reuses its OS thread id takes its slot over.)
+            start_sampling_thread(os_tid);
+        }
         let mut ids = backend.threads.lock().unwrap_or_else(|e| e.into_inner());
         ids.os_tid.insert(tid, os_tid);
         if let Some(name) = ids.pending_names.remove(&tid) {

@@ -12,6 +12,11 @@
 //! addresses into methods — off the signal path, with the runtime's `GetFunctionFromIP` — and
 //! counts each stack into the thread's call tree: `self_samples` at the leaf, time = samples ×
 //! interval.
+//!
+//! A runtime with a sampler of its own (Mono: its sampling thread signals every thread and calls
+//! the profiler in the signal handler) replaces the sampler thread and the handler: see
+//! [`start_external`] and [`record_for_current_thread`]. Threads, rings, the drain and the call
+//! trees are the same.
 
 mod handler;
 pub mod maps;
@@ -19,7 +24,7 @@ pub mod ring;
 
 use crate::threads;
 use ring::{FLAG_TRUNCATED, Ring};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -50,6 +55,11 @@ struct Slot {
     /// the last sample.
     last_cpu_ns: AtomicU64,
     unsampled_cpu_ns: AtomicU64,
+    /// External sampler only, written by the thread itself (in its signal handler): the clock's
+    /// reading at the last sample, and the clock time not yet turned into periods (negative when
+    /// the last sample was rounded up).
+    external_clock_ns: AtomicU64,
+    external_carry_ns: AtomicI64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -61,6 +71,8 @@ const EMPTY_SLOT: Slot = Slot {
     signalled: AtomicBool::new(false),
     last_cpu_ns: AtomicU64::new(0),
     unsampled_cpu_ns: AtomicU64::new(0),
+    external_clock_ns: AtomicU64::new(0),
+    external_carry_ns: AtomicI64::new(0),
 };
 static SLOTS: [Slot; MAX_THREADS] = [EMPTY_SLOT; MAX_THREADS];
 static USED: AtomicUsize = AtomicUsize::new(0);
@@ -75,17 +87,25 @@ pub struct Losses {
     /// More threads than [`MAX_THREADS`] (their samples were never taken).
     pub too_many_threads: u64,
     /// Ticks at which a thread still had a signal pending (it had not run since); the periods
-    /// are not lost, they are added to its next sample.
+    /// are not lost, they are added to its next sample. (External sampler: the periods beyond
+    /// the first that a sample stood for.)
     pub deferred: u64,
+    /// External sampler: periods whose stack walk found nothing to record (on Mono: no managed
+    /// frame on the thread's stack, e.g. a runtime thread waiting in native code).
+    pub no_managed_frames: u64,
 }
 
 static UNKNOWN_THREAD: AtomicU64 = AtomicU64::new(0);
 static TOO_MANY_THREADS: AtomicU64 = AtomicU64::new(0);
 static DEFERRED: AtomicU64 = AtomicU64::new(0);
+static NO_MANAGED_FRAMES: AtomicU64 = AtomicU64::new(0);
 static TAKEN: AtomicU64 = AtomicU64::new(0);
 
 struct Config {
     interval: Duration,
+    /// Set when an external sampler raises the samples ([`start_external`]): the clock that
+    /// weights them, read on the sampled thread.
+    external: Option<Clock>,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -101,7 +121,15 @@ pub struct Frame {
 /// Turns an instruction pointer into a method id (runtime-specific; see `profiler.rs`).
 pub trait FrameResolver: Send {
     /// `ip` is the interrupted instruction for the leaf, a return address minus one for callers.
+    /// (With [`raw_addresses`](Self::raw_addresses) false, `ip` is the value the sampler wrote,
+    /// unchanged.)
     fn resolve(&mut self, ip: usize) -> Frame;
+    /// True when the sampled values are instruction pointers and return addresses (Sonde's own
+    /// handler); false when an external sampler wrote values of its own (method ids, tagged
+    /// pointers) that must reach [`resolve`](Self::resolve) as they are.
+    fn raw_addresses(&self) -> bool {
+        true
+    }
     /// True when the call that returns to `return_address` is a call into the runtime itself (a
     /// JIT helper such as the on-stack-replacement patchpoint) rather than to managed code: a
     /// managed frame "called" from there continues the caller's invocation (the OSR version of
@@ -118,7 +146,7 @@ static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
 /// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
 pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
-    let _ = CONFIG.set(Config { interval });
+    let _ = CONFIG.set(Config { interval, external: None });
     maps::refresh_if_stale();
     handler::install()?;
     std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
@@ -126,6 +154,26 @@ pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>)
         handler::block_on_this_thread();
         run_sampler(interval, clock);
     })?;
+    spawn_drain()
+}
+
+/// Sampling driven by someone else's sampler (the runtime's): no sampler thread, no signal
+/// handler of ours; the drain thread only. The external sampler's signal handler calls
+/// [`record_for_current_thread`] on each sampled thread, which must be [`register`]ed; `clock`
+/// weights the samples there (see that function). `resolver` receives the values the external
+/// walk wrote (see [`FrameResolver::raw_addresses`]).
+pub fn start_external(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+    *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
+    let _ = CONFIG.set(Config { interval, external: Some(clock) });
+    spawn_drain()
+}
+
+/// True when samples come from an external sampler ([`start_external`]).
+pub fn external() -> bool {
+    CONFIG.get().is_some_and(|c| c.external.is_some())
+}
+
+fn spawn_drain() -> std::io::Result<()> {
     std::thread::Builder::new().name("sonde-drain".into()).spawn(|| {
         crate::signals::block_on_this_thread();
         handler::block_on_this_thread();
@@ -155,6 +203,11 @@ pub fn register(tid: u32) {
     };
     slot.ring.store(Box::into_raw(Box::new(Ring::new(RING_WORDS))), Release);
     slot.last_cpu_ns.store(handler::thread_cpu_ns(tid).unwrap_or(0), Relaxed);
+    match CONFIG.get().and_then(|c| c.external) {
+        Some(Clock::Cpu) => slot.external_clock_ns.store(handler::thread_cpu_ns(tid).unwrap_or(0), Relaxed),
+        Some(Clock::Wall) => slot.external_clock_ns.store(monotonic_ns(), Relaxed),
+        None => {}
+    }
     slot.tid.store(tid, Release);
     slot.active.store(true, Release);
 }
@@ -166,6 +219,154 @@ pub fn unregister(tid: u32) {
             slot.active.store(false, Release);
         }
     }
+}
+
+/// For an external sampler's signal handler, on the sampled thread: records one sample of the
+/// calling thread. `walk` pushes the frames, leaf first, and returns the sample's flags
+/// ([`ring::FLAG_TRUNCATED`]); a walk that pushes nothing is not a sample (counted as
+/// `no_managed_frames`).
+///
+/// The sample is weighted on the thread itself, by the time its clock advanced since its last
+/// sample, in whole intervals (rounded to the nearest, the remainder carried over, so no time is
+/// lost or counted twice): with [`Clock::Wall`] the monotonic clock — an on-time tick is one
+/// period, a late or missed one more; with [`Clock::Cpu`] the thread's own CPU-time clock — a
+/// thread that has not run since its last sample records nothing and its stack is not walked.
+///
+/// Async-signal-safe: finds the thread's slot through a thread-local cache (else its thread id
+/// among the published slots), reads one clock, writes into the thread's preallocated ring. No
+/// allocation, no lock, no panic path. A thread that was never registered counts as
+/// `unknown_thread`.
+pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64) {
+    let Some(config) = CONFIG.get() else { return };
+    let Some(clock) = config.external else { return };
+    let Some(slot) = current_slot() else {
+        UNKNOWN_THREAD.fetch_add(1, Relaxed);
+        return;
+    };
+    if !slot.active.load(Acquire) {
+        return;
+    }
+    let now = match clock {
+        Clock::Wall => monotonic_ns(),
+        Clock::Cpu => own_cpu_ns(),
+    };
+    let elapsed = now.saturating_sub(slot.external_clock_ns.swap(now, Relaxed));
+    let interval_ns = config.interval.as_nanos().min(i64::MAX as u128) as i64;
+    let (periods, carry) = weigh(slot.external_carry_ns.load(Relaxed), elapsed, interval_ns);
+    slot.external_carry_ns.store(carry, Relaxed);
+    if periods == 0 {
+        return;
+    }
+    // SAFETY: a published ring is never freed.
+    let Some(ring) = (unsafe { slot.ring.load(Acquire).as_ref() }) else { return };
+    let Some(mut writer) = ring.begin() else { return };
+    let flags = walk(&mut writer);
+    if writer.is_empty() {
+        NO_MANAGED_FRAMES.fetch_add(periods, Relaxed);
+        return;
+    }
+    if periods > 1 {
+        DEFERRED.fetch_add(periods - 1, Relaxed);
+    }
+    writer.commit(periods, flags);
+}
+
+/// Turns clock time into whole periods: `carry + elapsed` rounded to the nearest number of
+/// intervals, and the new carry (what was not counted, negative when rounded up). No panic path.
+fn weigh(carry: i64, elapsed: u64, interval_ns: i64) -> (u64, i64) {
+    let interval_ns = interval_ns.max(1);
+    let elapsed = elapsed.min(i64::MAX as u64 / 4) as i64;
+    let pending = carry.saturating_add(elapsed);
+    let periods = pending.saturating_add(interval_ns / 2).max(0) / interval_ns;
+    (periods as u64, pending.saturating_sub(periods.saturating_mul(interval_ns)))
+}
+
+/// The calling thread's slot: cached in a thread-local after the first look-up. Async-signal-safe.
+fn current_slot() -> Option<&'static Slot> {
+    let cached = cache::get();
+    if cached != 0 {
+        return SLOTS.get(cached - 1);
+    }
+    let tid = threads::gettid();
+    let used = USED.load(Acquire).min(MAX_THREADS);
+    let index = SLOTS.get(..used)?.iter().position(|s| s.tid.load(Acquire) == tid)?;
+    cache::set(index + 1);
+    SLOTS.get(index)
+}
+
+/// The calling thread's slot index + 1 (0: not looked up yet), for [`current_slot`]: an
+/// initial-exec TLS variable declared in assembly, like `threads::slot` — a Rust `thread_local!`
+/// in a shared library goes through `__tls_get_addr`, which may allocate on a thread's first
+/// access and so must not run in a signal handler. 8 more bytes of glibc's static TLS reserve.
+#[cfg(target_arch = "x86_64")]
+mod cache {
+    core::arch::global_asm!(
+        ".pushsection .tbss,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl sonde_sample_slot",
+        ".hidden sonde_sample_slot",
+        ".type sonde_sample_slot, @object",
+        ".size sonde_sample_slot, 8",
+        "sonde_sample_slot:",
+        ".zero 8",
+        ".popsection",
+    );
+
+    #[inline(always)]
+    pub fn get() -> usize {
+        let value: usize;
+        // SAFETY: reads this thread's own 8-byte TLS slot through its GOT-held offset.
+        unsafe {
+            core::arch::asm!(
+                "mov {v}, qword ptr [rip + sonde_sample_slot@GOTTPOFF]",
+                "mov {v}, qword ptr fs:[{v}]",
+                v = out(reg) value,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        value
+    }
+
+    pub fn set(value: usize) {
+        // SAFETY: writes this thread's own 8-byte TLS slot.
+        unsafe {
+            core::arch::asm!(
+                "mov {t}, qword ptr [rip + sonde_sample_slot@GOTTPOFF]",
+                "mov qword ptr fs:[{t}], {v}",
+                t = out(reg) _,
+                v = in(reg) value,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// Elsewhere: no cache, the thread id is looked up every time.
+#[cfg(not(target_arch = "x86_64"))]
+mod cache {
+    pub fn get() -> usize {
+        0
+    }
+
+    pub fn set(_value: usize) {}
+}
+
+fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn own_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `clock_gettime` (async-signal-safe); 0 if it fails.
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes a local timespec.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
 /// The sampler thread: every interval, decides which threads to sample and signals them.
@@ -230,6 +431,7 @@ pub fn drain() {
     let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
     let interval_ns = interval().as_nanos() as u64;
+    let raw_addresses = resolver.raw_addresses();
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
     for slot in &SLOTS[..USED.load(Acquire).min(MAX_THREADS)] {
         let tid = slot.tid.load(Acquire);
@@ -240,7 +442,11 @@ pub fn drain() {
         }
         let state = threads::state_for(tid);
         ring.drain(|frames, periods, flags| {
-            stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+            if raw_addresses {
+                stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+            } else {
+                resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+            }
             TAKEN.fetch_add(periods, Relaxed);
             state.tree.record_sample(&path, periods, periods * interval_ns);
         });
@@ -271,6 +477,24 @@ fn stack_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver,
     }
 }
 
+/// [`stack_path`] for values an external sampler wrote (not addresses: no `ip - 1`, no call
+/// decoding): root first, a run of the same non-managed pseudo-frame collapsed, recursion kept.
+fn resolved_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    path.clear();
+    if truncated {
+        path.push(resolver.truncated());
+    }
+    let mut last: Option<Frame> = None;
+    for &value in frames.iter().rev() {
+        let frame = resolver.resolve(value as usize);
+        if !frame.managed && last.is_some_and(|l| l.method == frame.method) {
+            continue;
+        }
+        path.push(frame.method);
+        last = Some(frame);
+    }
+}
+
 /// Samples taken (counting merged expirations) and lost, so far.
 pub fn totals() -> (u64, Losses) {
     let ring_full = SLOTS[..USED.load(Acquire).min(MAX_THREADS)]
@@ -284,6 +508,7 @@ pub fn totals() -> (u64, Losses) {
         unknown_thread: UNKNOWN_THREAD.load(Relaxed),
         too_many_threads: TOO_MANY_THREADS.load(Relaxed),
         deferred: DEFERRED.load(Relaxed),
+        no_managed_frames: NO_MANAGED_FRAMES.load(Relaxed),
     };
     (TAKEN.load(Relaxed), losses)
 }
@@ -319,6 +544,45 @@ mod tests {
         assert_eq!(path(&[150, 201], false), vec![2, 1]);
         // a return address at the start of a range belongs to the previous function (ip - 1)
         assert_eq!(path(&[150, 200], false), vec![1, 1]);
+    }
+
+    #[test]
+    fn external_samples_weigh_whole_intervals_and_lose_no_time() {
+        // On time: one period; a late tick more; jitter does not lose or double-count time.
+        assert_eq!(weigh(0, 1000, 1000), (1, 0));
+        assert_eq!(weigh(0, 2600, 1000), (3, -400));
+        assert_eq!(weigh(-400, 900, 1000), (1, -500));
+        assert_eq!(weigh(0, 400, 1000), (0, 400)); // a thread that barely ran: nothing yet
+        assert_eq!(weigh(400, 200, 1000), (1, -400));
+        let (mut carry, mut total) = (0i64, 0u64);
+        for elapsed in [700u64, 1300, 950, 1050, 2000, 10, 990, 1000] {
+            let (p, c) = weigh(carry, elapsed, 1000);
+            total += p;
+            carry = c;
+        }
+        assert_eq!(total as i64 * 1000 + carry, 8000, "every nanosecond is counted once");
+        assert!(weigh(i64::MAX, u64::MAX, 0).0 > 0, "no overflow at the extremes");
+    }
+
+    #[test]
+    fn external_values_pass_through_unchanged() {
+        struct Ids;
+        impl FrameResolver for Ids {
+            fn resolve(&mut self, value: usize) -> Frame {
+                Frame { method: value as u32 % 1000, managed: value < 1000 }
+            }
+            fn raw_addresses(&self) -> bool {
+                false
+            }
+            fn truncated(&mut self) -> u32 {
+                77
+            }
+        }
+        let mut path = Vec::new();
+        // Leaf first in, root first out; no `ip - 1`; recursion kept; a run of one pseudo-frame
+        // (not managed) collapsed.
+        resolved_path(&[3, 3, 2, 1009, 1009, 1], true, &mut Ids, &mut path);
+        assert_eq!(path, vec![77, 1, 9, 2, 3, 3]);
     }
 
     #[test]

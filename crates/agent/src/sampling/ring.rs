@@ -77,6 +77,11 @@ impl Ring {
 }
 
 impl Writer<'_> {
+    /// No frame pushed yet.
+    pub fn is_empty(&self) -> bool {
+        self.frames == 0
+    }
+
     pub fn is_full(&self) -> bool {
         self.frames as usize >= MAX_FRAMES
     }

@@ -633,3 +633,45 @@ pub fn sonde_files(dir: &Path) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// `split <Name> <percent>` lines printed by Split.exe.
+pub fn measured_split(stdout: &str) -> BTreeMap<String, f64> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("split "))
+        .map(|l| {
+            let (name, pct) = l.rsplit_once(' ').expect("split line");
+            (name.to_string(), pct.parse().expect("percent"))
+        })
+        .collect()
+}
+
+/// Each named method's share of the self samples of all the named methods, in percent.
+pub fn sampled_split(report: &Value, names: &[String]) -> BTreeMap<String, f64> {
+    let mut samples: BTreeMap<String, u64> = names.iter().map(|n| (n.clone(), 0)).collect();
+    for m in arr(report, "methods") {
+        if let Some(s) = samples.get_mut(str_of(m, "name")) {
+            *s += u64_of(m, "self_samples");
+        }
+    }
+    let total: u64 = samples.values().sum();
+    assert!(total > 0, "no samples in {names:?}");
+    samples.into_iter().map(|(n, s)| (n, 100.0 * s as f64 / total as f64)).collect()
+}
+
+/// The sampling-mode facts of a `sonde.report/1` document recorded on runtime `kind`
+/// (`coreclr`, `mono`) with `clock`, and its invariants.
+pub fn assert_sampling_facts(report: &Value, clock: &str, kind: &str) {
+    assert_eq!(report["schema"], "sonde.report/1");
+    assert_eq!(report["mode"], "sampling");
+    assert!(report["timing"].is_null());
+    assert_eq!(report["runtime"]["kind"], kind);
+    assert_eq!(report["sample_clock"], clock);
+    assert!(u64_of(report, "samples_taken") > 0);
+    assert!(report["samples_lost"].is_object(), "samples_lost must say why: {}", report["samples_lost"]);
+    for m in arr(report, "methods") {
+        assert_eq!(u64_of(m, "calls"), 0, "sampling counts no calls: {m}");
+        assert!(u64_of(m, "total_samples") >= u64_of(m, "self_samples"));
+    }
+    check_invariants(report);
+}
