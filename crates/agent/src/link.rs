@@ -119,3 +119,16 @@ impl Link {
         }
     }
 }
+
+/// The process's own command line (`/proc/self/cmdline`), for the handshake.
+pub fn process_command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

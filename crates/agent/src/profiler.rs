@@ -68,7 +68,7 @@ impl ProfilerCallback for Profiler {
             mode: config.mode,
             timing: config.timing,
             clock: (config.mode == Mode::Sampling).then_some(config.clock),
-            command_line: command_line(),
+            command_line: crate::link::process_command_line(),
             started_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
@@ -433,16 +433,4 @@ fn runtime_version(info: &ProfilerInfo) -> String {
         Ok(r) => format!("{}.{}.{}", r.major, r.minor, r.build),
         Err(_) => "unknown".into(),
     })
-}
-
-fn command_line() -> Vec<String> {
-    std::fs::read("/proc/self/cmdline")
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -58,7 +58,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -69,7 +69,6 @@ struct Backend {
     link: Link,
     facts: SnapshotFacts,
     shut_down: AtomicBool,
-    last_exception_snapshot_ns: AtomicU64,
     threads: Mutex<ThreadIds>,
 }
 
@@ -89,9 +88,6 @@ static IDS: MethodIds = MethodIds::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// Cleared by the first panic in a callback.
 static ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// See `profiler.rs`: at most one exception-triggered snapshot per this interval.
-const EXCEPTION_SNAPSHOT_GAP: Duration = Duration::from_millis(200);
 
 /// The instrumentation Sonde asks for on a traced method: no call contexts (they cost a copy of
 /// the frame on every call).
@@ -177,7 +173,7 @@ fn init(desc: &str) {
         mode: config.mode,
         timing: config.timing,
         clock: (config.mode == Mode::Sampling).then_some(config.clock),
-        command_line: command_line(),
+        command_line: crate::link::process_command_line(),
         started_unix_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
@@ -223,7 +219,6 @@ fn init(desc: &str) {
         link,
         facts,
         shut_down: AtomicBool::new(false),
-        last_exception_snapshot_ns: AtomicU64::new(0),
         threads: Mutex::new(ThreadIds::default()),
     });
     if timed {
@@ -266,7 +261,6 @@ fn start_sampling(api: MonoApi, config: AgentConfig, link: Link) {
         link,
         facts,
         shut_down: AtomicBool::new(false),
-        last_exception_snapshot_ns: AtomicU64::new(0),
         threads: Mutex::new(ThreadIds::default()),
     });
     if let Err(e) = crate::sampling::start_external(interval, clock, sampling::resolver()) {
@@ -342,19 +336,6 @@ fn register_common_callbacks(api: &MonoApi, handle: MonoProfilerHandle) {
         (api.mono_profiler_set_thread_name_callback)(handle, Some(thread_name));
         (api.mono_profiler_set_exception_throw_callback)(handle, Some(exception_throw));
     }
-}
-
-/// The process's own command line (`/proc/self/cmdline`), as `profiler.rs` reports it.
-fn command_line() -> Vec<String> {
-    std::fs::read("/proc/self/cmdline")
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `6.8.0.105` from `mono_get_runtime_build_info` (`6.8.0.105 (Debian 6.8.0.105+dfsg-3.3 ...)`).
@@ -587,17 +568,13 @@ fn final_snapshot(why: &str) {
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
 }
 
-/// See `profiler.rs`: an exception may be about to end the process; snapshot now, rate-limited.
+/// An exception may be about to end the process (see `signals::exception_thrown`).
 unsafe extern "C" fn exception_throw(_prof: *mut MonoProfiler, _exception: *mut MonoObject) {
     guarded((), || {
         let Some(backend) = BACKEND.get() else { return };
-        let now = clock::elapsed_ns();
-        let last = backend.last_exception_snapshot_ns.load(Relaxed);
-        if last != 0 && now.saturating_sub(last) < EXCEPTION_SNAPSHOT_GAP.as_nanos() as u64 {
-            return;
-        }
-        backend.last_exception_snapshot_ns.store(now.max(1), Relaxed);
-        backend.link.send_snapshot(methods(), backend.facts, false);
+        crate::signals::exception_thrown(|| {
+            backend.link.send_snapshot(methods(), backend.facts, false);
+        });
     });
 }
 
