@@ -127,6 +127,17 @@ pub enum Floor {
     Clock,
 }
 
+impl Floor {
+    /// `SONDE_BENCH_HOOKS=empty|clock`, read once at start-up by each runtime backend.
+    pub fn from_env() -> Option<Floor> {
+        match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
+            Ok("empty") => Some(Floor::Empty),
+            Ok("clock") => Some(Floor::Clock),
+            _ => None,
+        }
+    }
+}
+
 /// The hooks' own cost in ticks, measured through the real entry points on a private call tree.
 #[derive(Debug, Clone, Copy)]
 pub struct MeasuredCost {

@@ -198,11 +198,7 @@ type StartError = (&'static str, HResult);
 /// Tracing mode: enter/leave hooks on every method the filter selects.
 fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
     let timed = config.timing == Timing::Exact;
-    let floor = match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
-        Ok("empty") => Some(hooks::Floor::Empty),
-        Ok("clock") => Some(hooks::Floor::Clock),
-        _ => None,
-    };
+    let floor = hooks::Floor::from_env();
     if let Some(floor) = floor {
         log!("benchmark floor hooks: {floor:?}; nothing is recorded");
     }
@@ -284,20 +280,9 @@ impl ClrFrames {
                 assembly: names.assembly,
                 module: names.module,
             }),
-            None => pseudo("[unnamed managed code]", "", ""),
+            None => methods().pseudo("[unnamed managed code]", "", ""),
         }
     }
-}
-
-/// A frame that is not a managed method, e.g. `[native] libcoreclr.so!WaitForSingleObject`.
-fn pseudo(name: &str, assembly: &str, module: &str) -> u32 {
-    methods().insert_pseudo(name, |id| MethodRecord {
-        id,
-        name: name.to_string(),
-        signature: String::new(),
-        assembly: assembly.to_string(),
-        module: module.to_string(),
-    })
 }
 
 impl sampling::FrameResolver for ClrFrames {
@@ -311,16 +296,7 @@ impl sampling::FrameResolver for ClrFrames {
         let function = ACTIVE.get().and_then(|a| a.info.function_from_ip(ip));
         let frame = match function {
             Some(function) => sampling::Frame { method: self.managed(function), managed: true },
-            None => {
-                let method = match native_symbol(ip) {
-                    Some((library, path, Some(symbol))) => {
-                        pseudo(&format!("[native] {library}!{symbol}"), &library, &path)
-                    }
-                    Some((library, path, None)) => pseudo(&format!("[native] {library}"), &library, &path),
-                    None => pseudo("[unknown code]", "", ""),
-                };
-                sampling::Frame { method, managed: false }
-            }
+            None => sampling::Frame { method: sampling::native_frame(methods(), ip), managed: false },
         };
         self.cache.insert(ip, frame);
         frame
@@ -331,7 +307,7 @@ impl sampling::FrameResolver for ClrFrames {
             return answer;
         }
         let answer = call_target(return_address)
-            .and_then(native_symbol)
+            .and_then(sampling::native_symbol)
             .is_some_and(|(library, _, _)| library == "libcoreclr.so");
         self.runtime_calls.insert(return_address, answer);
         answer
@@ -339,7 +315,7 @@ impl sampling::FrameResolver for ClrFrames {
 
     fn truncated(&mut self) -> u32 {
         // (a marker, not a method: see `sampling::Frame::managed`)
-        pseudo("[truncated stack]", "", "")
+        methods().pseudo("[truncated stack]", "", "")
     }
 }
 
@@ -374,23 +350,6 @@ fn read_memory(address: usize, buf: &mut [u8]) -> Option<()> {
     // kernel, which fails cleanly on unmapped memory.
     let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
     (read == buf.len() as isize).then_some(())
-}
-
-/// (library file name, library path, symbol) for native code, from `dladdr`.
-pub(crate) fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
-    // SAFETY: dladdr only reads the loader's tables and fills `info`; the strings it returns
-    // belong to loaded objects and are copied before returning.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(ip as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
-        let library = path.rsplit('/').next().unwrap_or(&path).to_string();
-        let symbol = (!info.dli_sname.is_null())
-            .then(|| std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy().into_owned());
-        Some((library, path, symbol))
-    }
 }
 
 /// The function-ID mapper: names the function (at JIT time), applies the filter, and gives traced

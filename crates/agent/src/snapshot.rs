@@ -49,17 +49,22 @@ impl MethodTable {
         id
     }
 
-    /// Gives an id to something that is not a runtime function (a native frame, a marker),
-    /// identified by `key` in a separate space from function ids.
-    pub fn insert_pseudo(&self, key: &str, describe: impl FnOnce(u32) -> MethodRecord) -> u32 {
+    /// The id of something that is not a runtime function (a native frame, a marker such as
+    /// `[truncated stack]`), named `name`, in a separate key space from function ids.
+    pub fn pseudo(&self, name: &str, assembly: &str, module: &str) -> u32 {
         let mut inner = self.lock();
-        if let Some(&id) = inner.pseudo.get(key) {
+        if let Some(&id) = inner.pseudo.get(name) {
             return id;
         }
         let id = inner.records.len() as u32;
-        let record = describe(id);
-        inner.records.push(record);
-        inner.pseudo.insert(key.to_string(), id);
+        inner.records.push(MethodRecord {
+            id,
+            name: name.to_string(),
+            signature: String::new(),
+            assembly: assembly.to_string(),
+            module: module.to_string(),
+        });
+        inner.pseudo.insert(name.to_string(), id);
         id
     }
 

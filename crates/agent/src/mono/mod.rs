@@ -199,11 +199,7 @@ fn init(desc: &str) {
     }
 
     let timed = config.timing == Timing::Exact;
-    let floor = match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
-        Ok("empty") => Some(hooks::Floor::Empty),
-        Ok("clock") => Some(hooks::Floor::Clock),
-        _ => None,
-    };
+    let floor = hooks::Floor::from_env();
     if let Some(floor) = floor {
         log!("benchmark floor callbacks: {floor:?}; nothing is recorded");
     }
@@ -270,7 +266,7 @@ fn start_sampling(api: MonoApi, config: AgentConfig, link: Link) {
     }
     // SAFETY: Mono's profiler API, called from the init function with a null `MonoProfiler*`.
     let handle = unsafe { (backend.api.mono_profiler_create)(null_mut()) };
-    let empty = std::env::var("SONDE_BENCH_HOOKS").as_deref() == Ok("empty");
+    let empty = hooks::Floor::from_env() == Some(hooks::Floor::Empty);
     if empty {
         log!("benchmark floor: Mono's sampler with an empty sample callback; nothing is recorded");
     }

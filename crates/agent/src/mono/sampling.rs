@@ -32,7 +32,7 @@
 use super::ids::MethodIds;
 use super::metadata::{self, MethodNames};
 use super::{BACKEND, ENABLED, IDS, guarded, methods};
-use crate::profiler::native_symbol;
+use crate::sampling::native_symbol;
 use crate::sampling::{self, Frame, FrameResolver, ring};
 use sonde_mono_sys::*;
 use sonde_protocol::MethodRecord;
@@ -212,7 +212,7 @@ impl MonoFrames {
                 assembly: names.assembly,
                 module: names.module,
             }),
-            None => pseudo("[unknown managed code]", "", ""),
+            None => methods().pseudo("[unknown managed code]", "", ""),
         };
         self.ids.insert(index, method);
         Frame { method, managed: true }
@@ -220,18 +220,14 @@ impl MonoFrames {
 
     fn other(&mut self, tag: u64, payload: usize) -> Frame {
         let method = match tag {
-            TAG_NATIVE => match native_symbol(payload) {
-                Some((library, path, Some(symbol))) => pseudo(&format!("[native] {library}!{symbol}"), &library, &path),
-                Some((library, path, None)) => pseudo(&format!("[native] {library}"), &library, &path),
-                None => pseudo("[unknown code]", "", ""),
-            },
+            TAG_NATIVE => crate::sampling::native_frame(methods(), payload),
             // Managed code Mono reported no method for: name its image at least (an AOT image is
             // a shared object, e.g. `mscorlib.dll.so`).
             TAG_CODE => match native_symbol(payload) {
-                Some((library, path, _)) => pseudo(&format!("[managed] {library}"), &library, &path),
-                None => pseudo("[unknown managed code]", "", ""),
+                Some((library, path, _)) => methods().pseudo(&format!("[managed] {library}"), &library, &path),
+                None => methods().pseudo("[unknown managed code]", "", ""),
             },
-            _ => pseudo("[unknown managed code]", "", ""),
+            _ => methods().pseudo("[unknown managed code]", "", ""),
         };
         Frame { method, managed: false }
     }
@@ -270,19 +266,8 @@ impl FrameResolver for MonoFrames {
     }
 
     fn truncated(&mut self) -> u32 {
-        pseudo("[truncated stack]", "", "")
+        methods().pseudo("[truncated stack]", "", "")
     }
-}
-
-/// A frame that is not a managed method, e.g. `[native] libc.so.6!nanosleep`.
-fn pseudo(name: &str, assembly: &str, module: &str) -> u32 {
-    methods().insert_pseudo(name, |id| MethodRecord {
-        id,
-        name: name.to_string(),
-        signature: String::new(),
-        assembly: assembly.to_string(),
-        module: module.to_string(),
-    })
 }
 
 #[cfg(test)]
