@@ -15,8 +15,11 @@
 //! Concurrency: exactly one thread (the owner) writes the structure and the counters; the sampler
 //! writes only the sample fields; snapshot readers only read. Every field is an atomic accessed with
 //! `Relaxed` loads and stores (plain `mov`s on x86-64; no locked instruction on the hot path), and
-//! node storage never moves: nodes live in chunks of doubling size whose slots are published once
-//! (`OnceLock`), and `len` is published with `Release` after a node is initialised. Readers
+//! node storage never moves: nodes live in fixed-size chunks reached through a two-level
+//! directory whose slots are published once (`OnceLock`), and `len` is published with `Release`
+//! after a node is initialised. A fixed chunk bounds what a new call path costs the program's
+//! thread: at most one allocation of [`CHUNK`] nodes (and, once per [`CHUNK`] · [`LEAF`] nodes, one
+//! of a directory page) — microseconds, whatever the tree's size. Readers
 //! therefore see a consistent set of nodes with possibly slightly stale counters — fine for a
 //! profile, and no locks for anyone.
 
@@ -31,11 +34,14 @@ pub const NO_METHOD: u32 = u32::MAX;
 /// Index meaning "none" in child/sibling links.
 const NIL: u32 = u32::MAX;
 
-/// The first chunk holds `FIRST_CHUNK` nodes, each next one twice as many as the one before.
-const FIRST_CHUNK_BITS: u32 = 6;
-const FIRST_CHUNK: usize = 1 << FIRST_CHUNK_BITS;
-/// Chunks 0..MAX_CHUNKS hold 64 · (2^20 − 1) ≈ 67 M nodes per thread; past that, calls are counted as lost.
-const MAX_CHUNKS: usize = 20;
+/// Nodes per chunk (about 26 KB of nodes).
+const CHUNK_BITS: u32 = 8;
+const CHUNK: usize = 1 << CHUNK_BITS;
+/// Chunks per directory page, and pages: 256 · 512 · 512 ≈ 67 M nodes per thread; past that,
+/// calls are counted as lost.
+const LEAF_BITS: u32 = 9;
+const LEAF: usize = 1 << LEAF_BITS;
+const PAGES: usize = 512;
 /// Per-thread direct-mapped cache from (parent, method) to child, behind the per-node cache, so
 /// wide nodes cost no list walks on the slow path either.
 const CACHE_BITS: u32 = 8;
@@ -94,7 +100,8 @@ fn bump(counter: &AtomicU64, by: u64) {
 pub struct CallTree {
     /// The innermost open node (the root outside any call; `overflow` while the tree is full).
     pub current: AtomicPtr<Node>,
-    chunks: [OnceLock<Box<[Node]>>; MAX_CHUNKS],
+    /// Directory pages of chunks (see [`locate`]).
+    pages: Box<[OnceLock<Page>]>,
     len: AtomicU32,
     /// Stand-in cursor while the tree is full: its method and child cache never match, so the
     /// fast paths always defer to the slow ones, which count the depth in `overflow_depth`.
@@ -114,14 +121,14 @@ impl Default for CallTree {
     }
 }
 
-/// Where node `index` lives: (chunk, offset).
+/// One directory page: [`LEAF`] chunks of [`CHUNK`] nodes, each allocated when first needed.
+type Page = Box<[OnceLock<Box<[Node]>>]>;
+
+/// Where node `index` lives: (directory page, chunk in the page, node in the chunk).
 #[inline(always)]
-fn locate(index: u32) -> (usize, usize) {
-    let i = index as u64 + FIRST_CHUNK as u64;
-    // i >= 64, so these never wrap.
-    let bits = 63u32.wrapping_sub(i.leading_zeros());
-    let chunk = bits.wrapping_sub(FIRST_CHUNK_BITS) as usize;
-    (chunk, i.wrapping_sub(1u64 << bits) as usize)
+fn locate(index: u32) -> (usize, usize, usize) {
+    let index = index as usize;
+    (index >> (CHUNK_BITS + LEAF_BITS), (index >> CHUNK_BITS) & (LEAF - 1), index & (CHUNK - 1))
 }
 
 #[inline(always)]
@@ -146,7 +153,7 @@ impl CallTree {
     pub fn new() -> Self {
         let tree = CallTree {
             current: AtomicPtr::new(ptr::null_mut()),
-            chunks: Default::default(),
+            pages: (0..PAGES).map(|_| OnceLock::new()).collect(),
             len: AtomicU32::new(0),
             overflow: Box::new(Node::new()),
             overflow_depth: AtomicU32::new(0),
@@ -171,8 +178,8 @@ impl CallTree {
 
     #[inline(always)]
     pub fn node(&self, index: u32) -> Option<&Node> {
-        let (chunk, offset) = locate(index);
-        self.chunks.get(chunk)?.get()?.get(offset)
+        let (page, chunk, offset) = locate(index);
+        self.pages.get(page)?.get()?.get(chunk)?.get()?.get(offset)
     }
 
     fn current_node(&self) -> Option<&Node> {
@@ -191,9 +198,9 @@ impl CallTree {
     /// Appends a node (owner only). Allocates only when a new chunk is needed.
     fn push(&self, parent: u32, method: u32) -> Option<u32> {
         let index = self.len.load(Relaxed);
-        let (chunk, offset) = locate(index);
-        let slot = self.chunks.get(chunk)?;
-        let nodes = slot.get_or_init(|| (0..FIRST_CHUNK << chunk).map(|_| Node::new()).collect());
+        let (page, chunk, offset) = locate(index);
+        let page = self.pages.get(page)?.get_or_init(|| (0..LEAF).map(|_| OnceLock::new()).collect());
+        let nodes = page.get(chunk)?.get_or_init(|| (0..CHUNK).map(|_| Node::new()).collect());
         let node = &nodes[offset];
         node.method.store(method, Relaxed);
         node.index.store(index, Relaxed);
@@ -341,24 +348,34 @@ impl CallTree {
     }
 
     /// Counts one stack sample (sampling mode): `path` is the stack root first, as method ids.
-    /// The leaf gets the sample; `periods` is how many sampling intervals it stands for.
+    /// The leaf gets the sample; `periods` is how many sampling intervals it stands for. Returns
+    /// the leaf's node index (for [`add_samples`](Self::add_samples)).
     /// Called only by the drain thread, the single writer of sampled trees.
-    pub fn record_sample(&self, path: &[u32], periods: u64, ns: u64) {
-        let Some(mut node) = self.node(ROOT) else { return };
+    pub fn record_sample(&self, path: &[u32], periods: u64, ns: u64) -> Option<u32> {
+        let mut node = self.node(ROOT)?;
         for &method in path {
             match self.child(node, method) {
                 Some(child) => node = child,
                 None => {
                     bump(&self.lost, periods);
-                    return;
+                    return None;
                 }
             }
         }
         if path.is_empty() {
-            return;
+            return None;
         }
-        bump(&node.self_samples, periods);
-        bump(&node.sampled_ns, ns);
+        self.add_samples(node.index.load(Relaxed), periods, ns);
+        Some(node.index.load(Relaxed))
+    }
+
+    /// Adds samples to node `index` (one [`record_sample`](Self::record_sample) returned): the
+    /// intervals a thread spent blocked in the stack it was last sampled in.
+    pub fn add_samples(&self, index: u32, periods: u64, ns: u64) {
+        if let Some(node) = self.node(index) {
+            bump(&node.self_samples, periods);
+            bump(&node.sampled_ns, ns);
+        }
     }
 
     /// The open frames, innermost first (for snapshots: their running time is not yet in
@@ -393,14 +410,20 @@ mod tests {
 
     #[test]
     fn locate_covers_indices_without_gaps() {
-        let mut expected = (0usize, 0usize);
-        for index in 0..10_000u32 {
+        let mut expected = (0usize, 0usize, 0usize);
+        for index in 0..300_000u32 {
             assert_eq!(locate(index), expected, "index {index}");
-            expected.1 += 1;
-            if expected.1 == FIRST_CHUNK << expected.0 {
-                expected = (expected.0 + 1, 0);
+            expected.2 += 1;
+            if expected.2 == CHUNK {
+                expected = (expected.0, expected.1 + 1, 0);
+            }
+            if expected.1 == LEAF {
+                expected = (expected.0 + 1, 0, 0);
             }
         }
+        let last = (PAGES * LEAF * CHUNK - 1) as u32;
+        assert_eq!(locate(last), (PAGES - 1, LEAF - 1, CHUNK - 1));
+        assert_eq!(locate(last + 1).0, PAGES, "past the last page: no node (counted as lost)");
     }
 
     #[test]

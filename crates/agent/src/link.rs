@@ -3,6 +3,11 @@
 //!
 //! The agent must never block the program on the controller: the handshake and every write have
 //! timeouts, and if the controller goes away the agent just stops sending.
+//!
+//! The session belongs to the process that opened it. A child the program forks inherits the
+//! socket, the agent's threads' locks in whatever state they were (its threads are not), and the
+//! runtime's exit callbacks: it must stay silent ([`forked_child`]), or two processes would write
+//! one stream.
 
 use crate::snapshot::{self, MethodTable, SnapshotContext};
 use sonde_protocol::{AgentMessage, ControllerMessage, Hello, read_frame, write_frame};
@@ -10,7 +15,19 @@ use std::io::BufReader;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Duration;
+
+/// The process that opened the session (0: none yet).
+static OWNER: AtomicU32 = AtomicU32::new(0);
+
+/// True in a child forked by the profiled process (a copy of the agent whose session is its
+/// parent's). Async-signal-safe.
+pub fn forked_child() -> bool {
+    let owner = OWNER.load(Relaxed);
+    // SAFETY: getpid(2) has no preconditions (and is async-signal-safe).
+    owner != 0 && owner != unsafe { libc::getpid() } as u32
+}
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,6 +66,7 @@ impl Link {
             Err(e) => return Err(format!("handshake: {e}")),
         }
         stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+        OWNER.store(std::process::id(), Relaxed);
         Ok(Link { state: Mutex::new(LinkState { stream: Some(stream), methods_sent: 0, seq: 0 }) })
     }
 
@@ -76,6 +94,10 @@ impl Link {
 
     /// Sends a snapshot; false once the link is gone.
     pub fn send_snapshot(&self, methods: &MethodTable, facts: SnapshotFacts, last: bool) -> bool {
+        // Before any lock: a forked child's copy may be held by a thread it does not have.
+        if forked_child() {
+            return false;
+        }
         let mut state = self.lock();
         if state.stream.is_none() {
             return false;
@@ -114,6 +136,9 @@ impl Link {
     }
 
     pub fn send_error(&self, message: String) {
+        if forked_child() {
+            return;
+        }
         if let Some(stream) = self.lock().stream.as_mut() {
             let _ = write_frame(stream, &AgentMessage::Error(message));
         }

@@ -103,6 +103,9 @@ impl ProfilerCallback for Profiler {
 
     fn shutdown(&self) {
         let Some(active) = ACTIVE.get() else { return };
+        if crate::link::forked_child() {
+            return; // the parent's session (see `link`)
+        }
         if active.shut_down.swap(true, Relaxed) {
             return;
         }
@@ -170,6 +173,14 @@ impl ProfilerCallback for Profiler {
         });
     }
 
+    /// A caught exception may have been a fault whose handler never returned (see
+    /// `sampling::fault_handled_on_this_thread`).
+    fn exception_catcher_leave(&self) {
+        if ACTIVE.get().is_some_and(|a| a.config.mode == Mode::Sampling) {
+            sampling::fault_handled_on_this_thread();
+        }
+    }
+
     fn exception_unwind_function_enter(&self, function: FunctionID) {
         UNWINDING.with(|u| u.set(function));
     }
@@ -233,7 +244,7 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
     })
 }
 
-/// Sampling mode: no hooks, no JIT flags; per-thread timers and a stack-walking signal handler
+/// Sampling mode: no hooks, no JIT flags; a sampler thread and a stack-walking signal handler
 /// (`sampling`). The runtime only reports threads (to start and stop their timers) and exceptions
 /// (for the crash snapshot).
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
@@ -243,6 +254,11 @@ fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotF
         SampleClock::Cpu => sampling::Clock::Cpu,
         SampleClock::Wall => sampling::Clock::Wall,
     };
+    sampling::on_notice(|message| {
+        if let Some(active) = ACTIVE.get() {
+            active.link.send_error(message);
+        }
+    });
     sampling::start(interval, clock, Box::new(ClrFrames::default()))
         .map_err(|_| ("installing the sampler", HResult(E_FAIL)))?;
     // The thread initialising the runtime runs Main; it may never be reported as created.

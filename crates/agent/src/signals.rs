@@ -26,6 +26,8 @@ const WAIT: Duration = Duration::from_secs(1);
 
 /// Shortest time between two snapshots the snapshot thread takes on request.
 const MIN_GAP: Duration = Duration::from_millis(20);
+/// See [`exception_thrown`]: about 2 ms of snapshot work.
+const SYNC_SNAPSHOT_NODES: u64 = 20_000;
 /// See [`exception_thrown`].
 const EXCEPTION_GAP: Duration = Duration::from_millis(200);
 
@@ -90,7 +92,9 @@ fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) ->
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = handler as *const () as libc::sighandler_t;
-            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+            // Not SA_ONSTACK: a runtime's fault handler may be using the alternate stack (see
+            // `sampling::handler`), and these handlers do not run out of stack.
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             let mut previous: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(sig, &action, &mut previous) != 0 {
@@ -104,6 +108,9 @@ fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) ->
 
 /// Asks the snapshot thread for a snapshot, without waiting (coalesced with pending requests).
 pub fn request_snapshot() {
+    if crate::link::forked_child() {
+        return;
+    }
     if PENDING.swap(true, SeqCst) {
         return;
     }
@@ -118,13 +125,19 @@ pub fn request_snapshot() {
 /// The program threw an exception: it may be about to die of it without the runtime's shutdown
 /// notification (CoreCLR aborts on an unhandled exception, after resetting the signal handlers;
 /// Mono calls `exit`). The first exception after a quiet period ([`EXCEPTION_GAP`]) runs
-/// `send_now` on the throwing thread, so the data is out before the process can go; later ones
-/// only ask the snapshot thread ([`request_snapshot`]), so an exception-heavy program is never
-/// held back — and a crash right after a handled exception (a start-up probe, say) still gets
-/// a snapshot, taken while the runtime reports the crash.
+/// `send_now` on the throwing thread, so the data is out before the process can go — but only
+/// while the call trees are small ([`SYNC_SNAPSHOT_NODES`]): the callback runs where the runtime
+/// cannot collect garbage, so every thread that allocates waits for it, and its cost must stay
+/// bounded (a few milliseconds at most). Otherwise, and for later exceptions, the snapshot
+/// thread is only asked ([`request_snapshot`]), and the throwing thread goes on at once. A crash
+/// right after then keeps what the last snapshot held (the controller asks for one every
+/// second).
 pub fn exception_thrown(send_now: impl FnOnce()) {
+    if crate::link::forked_child() {
+        return;
+    }
     let mut last = LAST_EXCEPTION_SNAPSHOT.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < EXCEPTION_GAP) {
+    if last.is_some_and(|t| t.elapsed() < EXCEPTION_GAP) || crate::threads::total_nodes() > SYNC_SNAPSHOT_NODES {
         drop(last);
         request_snapshot();
         return;
@@ -135,6 +148,11 @@ pub fn exception_thrown(send_now: impl FnOnce()) {
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    if crate::link::forked_child() {
+        // The pipe leads to the parent's snapshot thread: nothing to wait for here.
+        chain(sig, info, context);
+        return;
+    }
     let ticket = REQUESTED.fetch_add(1, SeqCst) + 1;
     let fd = PIPE_WRITE.load(SeqCst);
     if fd >= 0 {
@@ -156,36 +174,20 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mu
 /// Gives the signal to the handler that was installed before ours.
 fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let Some(previous) = SIGNALS.iter().position(|&s| s == sig).and_then(|i| PREVIOUS[i].get()) else { return };
-    forward(previous, sig, info, context, OnDefault::Reraise);
+    forward(previous, sig, info, context);
 }
 
-/// What [`forward`] does when the previous action was the default one.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum OnDefault {
-    /// Restore the default action and raise the signal again (it takes effect when the current
-    /// handler returns: the signal is blocked while it runs).
-    Reraise,
-    /// Do nothing (a signal that was not ours and whose default would be fatal).
-    Ignore,
-}
-
-/// Hands a signal to the action that was installed before ours. Async-signal-safe.
-pub fn forward(
-    previous: &libc::sigaction,
-    sig: libc::c_int,
-    info: *mut libc::siginfo_t,
-    context: *mut libc::c_void,
-    on_default: OnDefault,
-) {
+/// Hands a signal to the action that was installed before ours, as if ours were not there: a
+/// default action is restored and the signal raised again (it takes effect when the current
+/// handler returns: the signal is blocked while it runs). Async-signal-safe.
+pub fn forward(previous: &libc::sigaction, sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     match previous.sa_sigaction {
         libc::SIG_IGN => {}
         libc::SIG_DFL => {
-            if on_default == OnDefault::Reraise {
-                // SAFETY: signal(2) and raise(3) are async-signal-safe.
-                unsafe {
-                    libc::signal(sig, libc::SIG_DFL);
-                    libc::raise(sig);
-                }
+            // SAFETY: signal(2) and raise(3) are async-signal-safe.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::raise(sig);
             }
         }
         f if previous.sa_flags & libc::SA_SIGINFO != 0 => {

@@ -45,6 +45,11 @@ pub fn registry() -> RegistryGuard {
     RegistryGuard(REGISTRY.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// Call-tree nodes of every thread together.
+pub fn total_nodes() -> u64 {
+    registry().threads.iter().map(|t| u64::from(t.tree.len())).sum()
+}
+
 pub struct RegistryGuard(MutexGuard<'static, Option<Registry>>);
 
 impl std::ops::Deref for RegistryGuard {

@@ -50,7 +50,9 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     };
     let mut threads = Vec::new();
     let mut nodes = Vec::new();
-    for t in snapshot.threads.iter().filter(|t| !t.nodes.is_empty()) {
+    // Every thread the agent reported, sampled or not: a named thread that never got a sample (it
+    // ran too briefly) still ran, and a report that drops it would hide it.
+    for t in &snapshot.threads {
         let thread = threads.len() as u32;
         threads.push(Thread {
             os_tid: t.os_tid,

@@ -28,6 +28,8 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     fn exception_thrown(&self) {}
     fn exception_unwind_function_enter(&self, _function: FunctionID) {}
     fn exception_unwind_function_leave(&self) {}
+    /// A catch block finished; the program continues after it.
+    fn exception_catcher_leave(&self) {}
     /// A callback panicked: stop doing anything that could panic again.
     fn disable(&self) {}
 }
@@ -281,6 +283,13 @@ pub(crate) unsafe extern "system" fn exception_unwind_function_enter(
 pub(crate) unsafe extern "system" fn exception_unwind_function_leave(_this: *mut ICorProfilerCallback11) -> HRESULT {
     guard(|h| {
         h.exception_unwind_function_leave();
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn exception_catcher_leave(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.exception_catcher_leave();
         S_OK
     })
 }

@@ -77,7 +77,6 @@ ignored! {
     ExceptionUnwindFinallyEnter(functionId: FunctionID);
     ExceptionUnwindFinallyLeave();
     ExceptionCatcherEnter(functionId: FunctionID, objectId: ObjectID);
-    ExceptionCatcherLeave();
     COMClassicVTableCreated(wrappedClassId: ClassID, implementedIID: REFGUID, pVTable: *mut c_void, cSlots: ULONG);
     COMClassicVTableDestroyed(wrappedClassId: ClassID, implementedIID: REFGUID, pVTable: *mut c_void);
     ExceptionCLRCatcherFound();
@@ -175,7 +174,7 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     ExceptionUnwindFinallyEnter: ExceptionUnwindFinallyEnter,
     ExceptionUnwindFinallyLeave: ExceptionUnwindFinallyLeave,
     ExceptionCatcherEnter: ExceptionCatcherEnter,
-    ExceptionCatcherLeave: ExceptionCatcherLeave,
+    ExceptionCatcherLeave: exception_catcher_leave,
     COMClassicVTableCreated: COMClassicVTableCreated,
     COMClassicVTableDestroyed: COMClassicVTableDestroyed,
     ExceptionCLRCatcherFound: ExceptionCLRCatcherFound,

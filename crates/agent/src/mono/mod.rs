@@ -548,6 +548,9 @@ extern "C" fn at_exit() {
 
 fn final_snapshot(why: &str) {
     let Some(backend) = BACKEND.get() else { return };
+    if crate::link::forked_child() {
+        return; // the parent's session (see `link`); not even the log, whose lock may be held
+    }
     if backend.shut_down.swap(true, Relaxed) {
         return;
     }

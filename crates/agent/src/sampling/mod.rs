@@ -1,14 +1,17 @@
 //! Sampling mode: statistical profiles at a chosen rate, without stopping the world.
 //!
-//! Design (see `docs/SAMPLING.md`): a sampler thread wakes every interval on the monotonic clock.
-//! With `--clock cpu` it reads each managed thread's CPU-time clock and signals (SIGPROF) only the
-//! threads that have run for at least one more interval, weighting the sample by the intervals
-//! they ran — a blocked thread costs one clock read per tick and is never interrupted; with
-//! `--clock wall` it signals every thread every tick. (Per-thread CPU-time timers would avoid the
-//! clock reads but fire only at the kernel's scheduler tick — 250 Hz here — whatever the rate.)
-//! The handler, on the sampled thread, walks the frame-pointer chain from the interrupted context
-//! (the JIT keeps RBP frames on Unix x64) inside the thread's stack mapping only, and writes the
-//! raw instruction pointers to the thread's ring. A drain thread (and every snapshot) later turns
+//! Design (see `docs/SAMPLING.md`): a sampler thread wakes every interval on the monotonic clock
+//! and reads each managed thread's CPU-time clock. Only a thread that is running (its CPU time
+//! advanced by half an interval or more since the last tick) is signalled — with the sampling
+//! signal of [`handler`], never SIGPROF — and its sample stands for the intervals it ran (`--clock
+//! cpu`) or that passed (`--clock wall`). A blocked thread is never interrupted (a signal would
+//! cut its `sleep` or `poll` short): its stack has not changed since it last ran, so the intervals
+//! it spends blocked are charged to its last sample (wall clock), or to its last sample when
+//! it ran less than half an interval per tick (CPU clock). (Per-thread CPU-time timers would
+//! avoid the clock reads but fire only at the kernel's scheduler tick — 250 Hz here — whatever
+//! the rate.) The handler, on the sampled thread, walks the frame-pointer chain from the
+//! interrupted context (the JIT keeps RBP frames on Unix x64) inside the thread's own stack only,
+//! and writes the raw instruction pointers to the thread's ring. A drain thread (and every snapshot) later turns
 //! addresses into methods — off the signal path, with the runtime's `GetFunctionFromIP` — and
 //! counts each stack into the thread's call tree: `self_samples` at the leaf, time = samples ×
 //! interval.
@@ -55,6 +58,20 @@ struct Slot {
     /// the last sample.
     last_cpu_ns: AtomicU64,
     unsampled_cpu_ns: AtomicU64,
+    /// The thread's stack, `[low, high)`: the only memory the handler's walk reads (0, 0 until
+    /// known: see [`maps`]).
+    stack_low: AtomicU64,
+    stack_high: AtomicU64,
+    /// A stack pointer the handler saw while the limits were unknown (0: none).
+    seen_sp: AtomicU64,
+    /// Intervals the thread spent blocked since its last sample, charged to that sample's stack
+    /// (the sampler adds, the handler or the drain takes).
+    idle_periods: AtomicU64,
+    /// Sampler-thread bookkeeping: ticks at which the thread ran while our signal was still
+    /// pending (blocked by the thread, or by a fault handler of the runtime).
+    pending_ticks: AtomicU32,
+    /// Drain-thread bookkeeping: the call-tree node of the thread's last sample (+1; 0: none).
+    last_leaf: AtomicU32,
     /// External sampler only, written by the thread itself (in its signal handler): the clock's
     /// reading at the last sample, and the clock time not yet turned into periods (negative when
     /// the last sample was rounded up).
@@ -71,6 +88,12 @@ const EMPTY_SLOT: Slot = Slot {
     signalled: AtomicBool::new(false),
     last_cpu_ns: AtomicU64::new(0),
     unsampled_cpu_ns: AtomicU64::new(0),
+    stack_low: AtomicU64::new(0),
+    stack_high: AtomicU64::new(0),
+    seen_sp: AtomicU64::new(0),
+    idle_periods: AtomicU64::new(0),
+    pending_ticks: AtomicU32::new(0),
+    last_leaf: AtomicU32::new(0),
     external_clock_ns: AtomicU64::new(0),
     external_carry_ns: AtomicI64::new(0),
 };
@@ -93,13 +116,34 @@ pub struct Losses {
     /// External sampler: periods whose stack walk found nothing to record (on Mono: no managed
     /// frame on the thread's stack, e.g. a runtime thread waiting in native code).
     pub no_managed_frames: u64,
+    /// Periods not sampled because the thread kept the sampling signal blocked for more than
+    /// [`PENDING_LIMIT`] while it ran.
+    pub signal_blocked: u64,
+    /// Periods not sampled because the program installed its own handler for the sampling signal
+    /// (sampling stopped then).
+    pub signal_taken: u64,
 }
+
+/// How long a running thread may keep our signal pending (blocked: a runtime's fault handler
+/// handling a first exception can take tens of milliseconds) before its periods stop accumulating
+/// for its next sample and count as lost.
+const PENDING_LIMIT: Duration = Duration::from_millis(200);
 
 static UNKNOWN_THREAD: AtomicU64 = AtomicU64::new(0);
 static TOO_MANY_THREADS: AtomicU64 = AtomicU64::new(0);
 static DEFERRED: AtomicU64 = AtomicU64::new(0);
 static NO_MANAGED_FRAMES: AtomicU64 = AtomicU64::new(0);
 static TAKEN: AtomicU64 = AtomicU64::new(0);
+static SIGNAL_BLOCKED: AtomicU64 = AtomicU64::new(0);
+static SIGNAL_TAKEN: AtomicU64 = AtomicU64::new(0);
+/// Tells the user something went wrong with sampling (set by the backend: an error message to
+/// the controller). Called from the sampler thread.
+static NOTICE: OnceLock<Box<dyn Fn(String) + Send + Sync>> = OnceLock::new();
+
+/// Sets where the sampler reports trouble (the program took the sampling signal).
+pub fn on_notice(notice: impl Fn(String) + Send + Sync + 'static) {
+    let _ = NOTICE.set(Box::new(notice));
+}
 
 struct Config {
     interval: Duration,
@@ -147,7 +191,6 @@ static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
 pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
     let _ = CONFIG.set(Config { interval, external: None });
-    maps::refresh_if_stale();
     handler::install()?;
     std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
         crate::signals::block_on_this_thread();
@@ -189,10 +232,18 @@ pub fn interval() -> Duration {
     CONFIG.get().map_or(Duration::from_millis(1), |c| c.interval)
 }
 
-/// Starts sampling thread `tid` (any thread may call this).
+/// Starts sampling thread `tid` (any thread may call this; when the thread itself does, its
+/// stack's limits are taken then — call it again from the thread if it was registered first from
+/// elsewhere).
 pub fn register(tid: u32) {
-    if CONFIG.get().is_none() || SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().any(|s| s.tid.load(Relaxed) == tid)
-    {
+    if CONFIG.get().is_none() {
+        return;
+    }
+    let own = (tid == threads::gettid()).then(handler::own_stack).flatten();
+    if let Some(slot) = SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().find(|s| s.tid.load(Relaxed) == tid) {
+        if let Some((low, high)) = own {
+            set_stack(slot, low, high);
+        }
         return;
     }
     let index = USED.fetch_add(1, AcqRel);
@@ -208,8 +259,27 @@ pub fn register(tid: u32) {
         Some(Clock::Wall) => slot.external_clock_ns.store(monotonic_ns(), Relaxed),
         None => {}
     }
+    if let Some((low, high)) = own {
+        set_stack(slot, low, high);
+    }
     slot.tid.store(tid, Release);
     slot.active.store(true, Release);
+}
+
+/// Publishes a thread's stack limits (low first: the handler checks `sp < high`, and a high of
+/// 0 means unknown).
+fn set_stack(slot: &Slot, low: usize, high: usize) {
+    slot.stack_high.store(0, Release);
+    slot.stack_low.store(low as u64, Release);
+    slot.stack_high.store(high as u64, Release);
+}
+
+/// The calling thread finished a catch block. The exception may have started as a fault (a null
+/// dereference) whose runtime handler did not return but resumed the program at the catch (see
+/// `handler`): the signal mask it ran with — the sampling signal blocked — is still the thread's.
+/// Unblock the sampling signal again; the fault handler's frames are dead by now.
+pub fn fault_handled_on_this_thread() {
+    handler::unblock_on_this_thread();
 }
 
 /// Stops sampling thread `tid` (its samples so far stay to be drained).
@@ -268,7 +338,7 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
     if periods > 1 {
         DEFERRED.fetch_add(periods - 1, Relaxed);
     }
-    writer.commit(periods, flags);
+    writer.commit(periods, 0, flags);
 }
 
 /// Turns clock time into whole periods: `carry + elapsed` rounded to the nearest number of
@@ -369,12 +439,17 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
+/// How often (in ticks) the sampler checks the fault wrappers and looks up unknown stacks.
+const CHECK_EVERY: u64 = 16;
+
 /// The sampler thread: every interval, decides which threads to sample and signals them.
 fn run_sampler(interval: Duration, clock: Clock) {
-    let interval_ns = interval.as_nanos() as u64;
+    let interval_ns = (interval.as_nanos() as u64).max(1);
     let start = std::time::Instant::now();
     let mut tick: u64 = 0;
     let mut last_wall_ns = 0u64;
+    let mut stopped = false;
+    let pending_limit = (PENDING_LIMIT.as_nanos() as u64 / interval_ns).clamp(1, u64::from(u32::MAX)) as u32;
     loop {
         tick += 1;
         // Absolute deadlines: the rate does not drift with the loop's own cost.
@@ -388,19 +463,25 @@ fn run_sampler(interval: Duration, clock: Clock) {
         let now_ns = start.elapsed().as_nanos() as u64;
         let wall_periods = ((now_ns - last_wall_ns) / interval_ns).max(1);
         last_wall_ns = now_ns;
+        if !stopped {
+            stopped = check_handler(tick.is_multiple_of(CHECK_EVERY));
+        }
+        if tick.is_multiple_of(CHECK_EVERY) {
+            find_unknown_stacks();
+        }
         for (index, slot) in SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().enumerate() {
             if !slot.active.load(Acquire) {
                 continue;
             }
             let tid = slot.tid.load(Relaxed);
+            let Some(cpu) = handler::thread_cpu_ns(tid) else {
+                slot.active.store(false, Release); // the thread is gone
+                continue;
+            };
+            let ran = cpu.saturating_sub(slot.last_cpu_ns.swap(cpu, Relaxed));
             let periods = match clock {
                 Clock::Wall => wall_periods,
                 Clock::Cpu => {
-                    let Some(cpu) = handler::thread_cpu_ns(tid) else {
-                        slot.active.store(false, Release); // the thread is gone
-                        continue;
-                    };
-                    let ran = cpu.saturating_sub(slot.last_cpu_ns.swap(cpu, Relaxed));
                     let pending = slot.unsampled_cpu_ns.load(Relaxed) + ran;
                     slot.unsampled_cpu_ns.store(pending % interval_ns, Relaxed);
                     pending / interval_ns
@@ -409,11 +490,30 @@ fn run_sampler(interval: Duration, clock: Clock) {
             if periods == 0 {
                 continue;
             }
-            slot.periods.fetch_add(periods, AcqRel);
-            if slot.signalled.swap(true, AcqRel) {
-                DEFERRED.fetch_add(1, Relaxed); // still pending: the next sample carries these periods
+            if stopped {
+                SIGNAL_TAKEN.fetch_add(periods, Relaxed);
                 continue;
             }
+            if !running(tid, ran, interval_ns) {
+                // Blocked: a signal would interrupt its system call. Its stack is the one it had
+                // when it last ran: charged there (`drain`).
+                slot.idle_periods.fetch_add(periods, AcqRel);
+                continue;
+            }
+            if slot.signalled.load(Acquire) {
+                // Running with our signal still pending: blocked by the thread (or a fault handler
+                // of the runtime). The periods wait for the sample, for a while.
+                if slot.pending_ticks.fetch_add(1, Relaxed) >= pending_limit {
+                    SIGNAL_BLOCKED.fetch_add(periods, Relaxed);
+                } else {
+                    slot.periods.fetch_add(periods, AcqRel);
+                    DEFERRED.fetch_add(1, Relaxed);
+                }
+                continue;
+            }
+            slot.pending_ticks.store(0, Relaxed);
+            slot.periods.fetch_add(periods, AcqRel);
+            slot.signalled.store(true, Release);
             if !handler::signal(tid, index) {
                 slot.signalled.store(false, Release);
                 slot.active.store(false, Release);
@@ -422,12 +522,68 @@ fn run_sampler(interval: Duration, clock: Clock) {
     }
 }
 
+/// True when thread `tid`, which ran `ran` ns of CPU since the last tick, is on a CPU (or waiting
+/// for one) now. A thread that ran most of the tick is taken to be running still; one that ran
+/// less may have blocked since, so the kernel is asked (its state in `/proc`: `R` only).
+fn running(tid: u32, ran: u64, interval_ns: u64) -> bool {
+    if ran == 0 {
+        return false;
+    }
+    if ran >= interval_ns - interval_ns / 4 {
+        return true;
+    }
+    handler::thread_state(tid) == Some(b'R')
+}
+
+/// Reacts to what [`handler::check`] finds; true when sampling must stop.
+fn check_handler(wrappers: bool) -> bool {
+    match handler::check(wrappers) {
+        handler::Health::Installed => false,
+        handler::Health::MovedOffAlternateStack => {
+            crate::log::log!("a fault handler was replaced: the sampling handler now runs on the thread's stack");
+            false
+        }
+        handler::Health::SignalTaken => {
+            let signal = handler::signal_number().unwrap_or(0);
+            let message = format!(
+                "the program installed its own handler for the sampling signal ({signal}): sampling stopped, \
+                 the profile covers the run until then"
+            );
+            crate::log::log!("{message}");
+            if let Some(notice) = NOTICE.get() {
+                notice(message);
+            }
+            true
+        }
+    }
+}
+
+/// Gives a stack's limits to threads registered from elsewhere, from the stack pointer their
+/// first samples saw (see [`maps`]).
+fn find_unknown_stacks() {
+    for slot in &SLOTS[..USED.load(Acquire).min(MAX_THREADS)] {
+        if slot.stack_high.load(Acquire) != 0 {
+            continue;
+        }
+        let sp = slot.seen_sp.swap(0, Relaxed) as usize;
+        if sp == 0 {
+            continue;
+        }
+        if let Some((low, high)) = maps::stack_containing(sp) {
+            set_stack(slot, low, high);
+        }
+    }
+}
+
 /// Moves every ring's samples into the call trees. Serialised; runs on the drain thread and
 /// before every snapshot.
+///
+/// A sample's "periods before" (the thread was blocked since its previous sample) are charged to
+/// the previous sample's stack: a blocked thread's stack does not change. Periods a thread has
+/// been blocked since its last sample are charged there too, as the drain finds them.
 pub fn drain() {
     static DRAINING: Mutex<()> = Mutex::new(());
     let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
-    maps::refresh_if_stale();
     let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
     let interval_ns = interval().as_nanos() as u64;
@@ -440,16 +596,36 @@ pub fn drain() {
         if tid == 0 {
             continue;
         }
-        let state = threads::state_for(tid);
-        ring.drain(|frames, periods, flags| {
+        let tree = &threads::state_for(tid).tree;
+        let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
+        ring.drain(|frames, periods, before, flags| {
             if raw_addresses {
                 stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
             } else {
                 resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
             }
-            TAKEN.fetch_add(periods, Relaxed);
-            state.tree.record_sample(&path, periods, periods * interval_ns);
+            TAKEN.fetch_add(periods + before, Relaxed);
+            match last_leaf {
+                Some(leaf) if before > 0 => tree.add_samples(leaf, before, before * interval_ns),
+                // The thread's first sample: its stack before it is not known; this is the
+                // nearest.
+                _ => {}
+            }
+            let first_before = if last_leaf.is_none() { before } else { 0 };
+            if let Some(leaf) =
+                tree.record_sample(&path, periods + first_before, (periods + first_before) * interval_ns)
+            {
+                last_leaf = Some(leaf);
+            }
         });
+        if let Some(leaf) = last_leaf {
+            let idle = slot.idle_periods.swap(0, AcqRel);
+            if idle > 0 {
+                TAKEN.fetch_add(idle, Relaxed);
+                tree.add_samples(leaf, idle, idle * interval_ns);
+            }
+            slot.last_leaf.store(leaf + 1, Relaxed);
+        }
     }
 }
 
@@ -536,6 +712,8 @@ pub fn totals() -> (u64, Losses) {
         too_many_threads: TOO_MANY_THREADS.load(Relaxed),
         deferred: DEFERRED.load(Relaxed),
         no_managed_frames: NO_MANAGED_FRAMES.load(Relaxed),
+        signal_blocked: SIGNAL_BLOCKED.load(Relaxed),
+        signal_taken: SIGNAL_TAKEN.load(Relaxed),
     };
     (TAKEN.load(Relaxed), losses)
 }

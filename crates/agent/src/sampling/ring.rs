@@ -3,14 +3,16 @@
 //! the handler never allocates, locks or blocks: when the ring is full the sample is dropped and
 //! counted.
 //!
-//! Record: `[frames << 32 | flags, periods, frame 0 (leaf ip), frame 1 (return address), …]`.
+//! Record: `[frames << 32 | flags, periods, periods before, frame 0 (leaf ip), frame 1 (return
+//! address), …]`, where "periods before" are intervals the thread spent off the CPU before this
+//! sample (charged to its previous stack: see `sampling::drain`).
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
 /// Most frames kept per sample; deeper stacks are cut at the root end and flagged.
 pub const MAX_FRAMES: usize = 256;
 pub const FLAG_TRUNCATED: u64 = 1;
-const HEADER: usize = 2;
+const HEADER: usize = 3;
 
 pub struct Ring {
     words: Box<[AtomicU64]>,
@@ -59,17 +61,19 @@ impl Ring {
     }
 
     /// Reads every complete sample, oldest first.
-    pub fn drain(&self, mut sample: impl FnMut(&[u64], u64, u64)) {
+    /// The callback gets `(frames, periods, periods before, flags)`.
+    pub fn drain(&self, mut sample: impl FnMut(&[u64], u64, u64, u64)) {
         let head = self.head.load(Acquire);
         let mut tail = self.tail.load(Relaxed);
         let mut frames = Vec::with_capacity(MAX_FRAMES);
         while tail < head {
             let header = self.slot(tail).load(Relaxed);
             let periods = self.slot(tail + 1).load(Relaxed);
+            let before = self.slot(tail + 2).load(Relaxed);
             let n = (header >> 32).min(MAX_FRAMES as u64);
             frames.clear();
             frames.extend((0..n).map(|i| self.slot(tail + HEADER as u64 + i).load(Relaxed)));
-            sample(&frames, periods, header & 0xffff_ffff);
+            sample(&frames, periods, before, header & 0xffff_ffff);
             tail += HEADER as u64 + n;
         }
         self.tail.store(tail, Release);
@@ -94,10 +98,12 @@ impl Writer<'_> {
         }
     }
 
-    /// Publishes the sample.
-    pub fn commit(self, periods: u64, flags: u64) {
+    /// Publishes the sample: it stands for `periods` intervals, and the thread was off the CPU
+    /// for `before` intervals since its previous sample.
+    pub fn commit(self, periods: u64, before: u64, flags: u64) {
         self.ring.slot(self.start).store((self.frames << 32) | flags, Relaxed);
         self.ring.slot(self.start + 1).store(periods, Relaxed);
+        self.ring.slot(self.start + 2).store(before, Relaxed);
         self.ring.head.store(self.start + HEADER as u64 + self.frames, Release);
     }
 }
@@ -115,22 +121,22 @@ mod tests {
             for f in 0..3 {
                 w.push(written * 10 + f);
             }
-            w.commit(1 + written, 0);
+            w.commit(1 + written, written, 0);
             written += 1;
         }
         assert!(written as usize >= capacity / (MAX_FRAMES + HEADER));
         assert_eq!(ring.dropped.load(Relaxed), 1);
         let mut seen = Vec::new();
-        ring.drain(|frames, periods, flags| seen.push((frames.to_vec(), periods, flags)));
+        ring.drain(|frames, periods, before, flags| seen.push((frames.to_vec(), periods, before, flags)));
         assert_eq!(seen.len() as u64, written);
-        assert_eq!(seen[2], (vec![20, 21, 22], 3, 0));
+        assert_eq!(seen[2], (vec![20, 21, 22], 3, 2, 0));
         // Space is reusable after a drain, across the wrap-around.
         for round in 0..3 * written {
             let mut w = ring.begin().expect("space after draining");
             w.push(round);
-            w.commit(1, FLAG_TRUNCATED);
+            w.commit(1, 0, FLAG_TRUNCATED);
             let mut got = None;
-            ring.drain(|frames, _, flags| got = Some((frames[0], flags)));
+            ring.drain(|frames, _, _, flags| got = Some((frames[0], flags)));
             assert_eq!(got, Some((round, FLAG_TRUNCATED)));
         }
     }
@@ -143,8 +149,8 @@ mod tests {
             w.push(f);
         }
         assert!(w.is_full());
-        w.commit(1, FLAG_TRUNCATED);
-        ring.drain(|frames, _, flags| {
+        w.commit(1, 0, FLAG_TRUNCATED);
+        ring.drain(|frames, _, _, flags| {
             assert_eq!(frames.len(), MAX_FRAMES);
             assert_eq!(flags, FLAG_TRUNCATED);
         });
