@@ -248,17 +248,25 @@ pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
     (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// Thread `tid`'s scheduler state (`R` running or runnable, `S` sleeping, `D` waiting for I/O,
-/// …) from `/proc/self/task/TID/stat`; `None` once the thread is gone. Not for signal context.
-pub fn thread_state(tid: u32) -> Option<u8> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // "TID (COMM) STATE …": the command is at most 15 bytes, so the state is in the first 64.
-    let mut buf = [0u8; 64];
-    let n = file.read(&mut buf).ok()?;
-    let text = &buf[..n];
-    let close = text.iter().rposition(|&b| b == b')')?;
-    text.get(close + 2).copied()
+/// A thread's `/proc/self/task/TID/stat`, kept open: each read is one `pread`.
+pub struct ThreadStat(std::fs::File);
+
+impl ThreadStat {
+    pub fn open(tid: u32) -> Option<ThreadStat> {
+        std::fs::File::open(format!("/proc/self/task/{tid}/stat")).ok().map(ThreadStat)
+    }
+
+    /// The thread's scheduler state now (`R` running or runnable, `S` sleeping, `D` waiting for
+    /// I/O, …); `None` once the thread is gone. Not for signal context.
+    pub fn state(&self) -> Option<u8> {
+        use std::os::unix::fs::FileExt;
+        // "TID (COMM) STATE …": the command is at most 15 bytes, so the state is in the first 64.
+        let mut buf = [0u8; 64];
+        let n = self.0.read_at(&mut buf, 0).ok()?;
+        let text = &buf[..n];
+        let close = text.iter().rposition(|&b| b == b')')?;
+        text.get(close + 2).copied()
+    }
 }
 
 /// The calling thread's stack, `[low, high)`, as the thread library knows it (for threads whose

@@ -1,13 +1,12 @@
 //! Sampling mode: statistical profiles at a chosen rate, without stopping the world.
 //!
 //! Design (see `docs/SAMPLING.md`): a sampler thread wakes every interval on the monotonic clock
-//! and reads each managed thread's CPU-time clock. Only a thread that is running (its CPU time
-//! advanced by half an interval or more since the last tick) is signalled — with the sampling
-//! signal of [`handler`], never SIGPROF — and its sample stands for the intervals it ran (`--clock
-//! cpu`) or that passed (`--clock wall`). A blocked thread is never interrupted (a signal would
-//! cut its `sleep` or `poll` short): its stack has not changed since it last ran, so the intervals
-//! it spends blocked are charged to its last sample (wall clock), or to its last sample when
-//! it ran less than half an interval per tick (CPU clock). (Per-thread CPU-time timers would
+//! and reads each managed thread's CPU-time clock. Only a thread that is running ([`running`]) is
+//! signalled — with the sampling signal of [`handler`], never SIGPROF — and its sample stands for
+//! the intervals it ran (`--clock cpu`) or that passed (`--clock wall`). A blocked thread is never
+//! interrupted (a signal would cut its `sleep` or `poll` short): its stack has not changed since
+//! it last ran, so the intervals it spends blocked are charged to its last sample (wall clock),
+//! as is CPU time used in bursts between two looks (CPU clock). (Per-thread CPU-time timers would
 //! avoid the clock reads but fire only at the kernel's scheduler tick — 250 Hz here — whatever
 //! the rate.) The handler, on the sampled thread, walks the frame-pointer chain from the
 //! interrupted context (the JIT keeps RBP frames on Unix x64) inside the thread's own stack only,
@@ -450,6 +449,9 @@ fn run_sampler(interval: Duration, clock: Clock) {
     let mut last_wall_ns = 0u64;
     let mut stopped = false;
     let pending_limit = (PENDING_LIMIT.as_nanos() as u64 / interval_ns).clamp(1, u64::from(u32::MAX)) as u32;
+    // Per slot (slots are never reused): the thread's stat file, and what the last look saw.
+    let mut stats: Vec<Option<handler::ThreadStat>> = Vec::new();
+    let mut was_running: Vec<bool> = Vec::new();
     loop {
         tick += 1;
         // Absolute deadlines: the rate does not drift with the loop's own cost.
@@ -469,13 +471,18 @@ fn run_sampler(interval: Duration, clock: Clock) {
         if tick.is_multiple_of(CHECK_EVERY) {
             find_unknown_stacks();
         }
-        for (index, slot) in SLOTS[..USED.load(Acquire).min(MAX_THREADS)].iter().enumerate() {
+        let used = USED.load(Acquire).min(MAX_THREADS);
+        stats.resize_with(used, || None);
+        was_running.resize(used, false);
+        for (index, slot) in SLOTS[..used].iter().enumerate() {
             if !slot.active.load(Acquire) {
+                stats[index] = None;
                 continue;
             }
             let tid = slot.tid.load(Relaxed);
             let Some(cpu) = handler::thread_cpu_ns(tid) else {
                 slot.active.store(false, Release); // the thread is gone
+                stats[index] = None;
                 continue;
             };
             let ran = cpu.saturating_sub(slot.last_cpu_ns.swap(cpu, Relaxed));
@@ -494,7 +501,7 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 SIGNAL_TAKEN.fetch_add(periods, Relaxed);
                 continue;
             }
-            if !running(tid, ran, interval_ns) {
+            if !running(tid, ran, &mut stats[index], &mut was_running[index]) {
                 // Blocked: a signal would interrupt its system call. Its stack is the one it had
                 // when it last ran: charged there (`drain`).
                 slot.idle_periods.fetch_add(periods, AcqRel);
@@ -522,17 +529,21 @@ fn run_sampler(interval: Duration, clock: Clock) {
     }
 }
 
-/// True when thread `tid`, which ran `ran` ns of CPU since the last tick, is on a CPU (or waiting
-/// for one) now. A thread that ran most of the tick is taken to be running still; one that ran
-/// less may have blocked since, so the kernel is asked (its state in `/proc`: `R` only).
-fn running(tid: u32, ran: u64, interval_ns: u64) -> bool {
-    if ran == 0 {
-        return false;
+/// True when thread `tid` is to be signalled now: the kernel says it is running or runnable (`R`
+/// in `/proc/self/task/TID/stat`, read through a file kept open per thread: `stat`), and it was
+/// running at the previous look too (`was_running`) or its CPU time moved since (`ran` > 0).
+/// A thread that runs only briefly between two blocking calls (a loop of `poll`s) is rarely seen
+/// running, and a thread seen blocked is never signalled: a signal there would make the call
+/// fail with `EINTR`. (The CPU-time clock alone cannot tell: the kernel updates another thread's
+/// CPU time only at its scheduler tick or a context switch.) A thread caught runnable inside a
+/// system call on its way to block can still be interrupted: that race is what is left.
+fn running(tid: u32, ran: u64, stat: &mut Option<handler::ThreadStat>, was_running: &mut bool) -> bool {
+    if stat.is_none() {
+        *stat = handler::ThreadStat::open(tid);
     }
-    if ran >= interval_ns - interval_ns / 4 {
-        return true;
-    }
-    handler::thread_state(tid) == Some(b'R')
+    let now = stat.as_ref().and_then(handler::ThreadStat::state) == Some(b'R');
+    let before = std::mem::replace(was_running, now);
+    now && (before || ran > 0)
 }
 
 /// Reacts to what [`handler::check`] finds; true when sampling must stop.
