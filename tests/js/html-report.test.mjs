@@ -261,7 +261,7 @@ async function exerciseReport(file, { screenshot } = {}) {
   await page.waitForSelector('#match-info', { state: 'hidden' });
 
   // The thread selector changes every view.
-  const options = await page.$$eval('#thread option', (o) => o.map((x) => x.value));
+  const options = await page.$$eval('#thread option:not([disabled])', (o) => o.map((x) => x.value));
   if (options.length > 2) {
     const all = await page.$eval('#view-info', (e) => e.textContent);
     const allTree = await page.$eval('#tree', (e) => e.textContent);

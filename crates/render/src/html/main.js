@@ -102,6 +102,8 @@ function setupThreads() {
   for (const t of order) {
     const o = el('option', '', threadLabel(t) + ' · ' + fmtWeightLong(weight[t]) + ' (' + fmtPercent(weight[t], whole) + ')');
     o.value = String(t);
+    // A thread with nothing recorded (it made no call, or got no sample) is listed, not viewable.
+    o.disabled = !(weight[t] > 0);
     select.append(o);
   }
   select.disabled = THREADS.length <= 1;
