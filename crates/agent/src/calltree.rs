@@ -365,13 +365,17 @@ impl CallTree {
         if path.is_empty() {
             return None;
         }
-        self.add_samples(node.index.load(Relaxed), periods, ns);
+        bump(&node.self_samples, periods);
+        bump(&node.sampled_ns, ns);
         Some(node.index.load(Relaxed))
     }
 
     /// Adds samples to node `index` (one [`record_sample`](Self::record_sample) returned): the
     /// intervals a thread spent blocked in the stack it was last sampled in.
     pub fn add_samples(&self, index: u32, periods: u64, ns: u64) {
+        if periods == 0 {
+            return;
+        }
         if let Some(node) = self.node(index) {
             bump(&node.self_samples, periods);
             bump(&node.sampled_ns, ns);

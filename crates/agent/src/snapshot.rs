@@ -100,15 +100,14 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
             ("ring_full", l.ring_full),
             ("unknown_thread", l.unknown_thread),
             ("too_many_threads", l.too_many_threads),
-            ("signal_blocked", l.signal_blocked),
         ];
-        // Only Sonde's own sampling signal can be taken over by the program.
-        if !crate::sampling::external() {
-            lost.push(("signal_taken", l.signal_taken));
-        }
-        // Only an external sampler (Mono's) walks stacks that can hold no managed frame at all.
         if crate::sampling::external() {
+            // Only an external sampler (Mono's) walks stacks that can hold no managed frame at all.
             lost.push(("no_managed_frames", l.no_managed_frames));
+        } else {
+            // Only Sonde's own sampling signal can be blocked too long, or taken over by the program.
+            lost.push(("signal_blocked", l.signal_blocked));
+            lost.push(("signal_taken", l.signal_taken));
         }
         (taken, lost.into_iter().map(|(reason, count)| LostSamples { reason: reason.into(), count }).collect())
     } else {

@@ -67,14 +67,19 @@ pub fn install() -> std::io::Result<()> {
 /// programs and libraries usually pick first.
 fn choose_signal() -> Option<libc::c_int> {
     let (low, high) = (libc::SIGRTMIN() + 4, libc::SIGRTMAX());
-    (low..=high).rev().find(|&sig| {
-        // SAFETY: queries the action of `sig` into a local.
-        let current = unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            (libc::sigaction(sig, std::ptr::null(), &mut current) == 0).then_some(current)
-        };
-        current.is_some_and(|c| c.sa_sigaction == libc::SIG_DFL)
-    })
+    (low..=high).rev().find(|&sig| current_action(sig).is_ok_and(|c| c.sa_sigaction == libc::SIG_DFL))
+}
+
+/// The action installed for `signal`.
+fn current_action(signal: libc::c_int) -> std::io::Result<libc::sigaction> {
+    // SAFETY: queries the action of `signal` into a local.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut current) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(current)
+    }
 }
 
 fn random_key() -> u64 {
@@ -120,21 +125,18 @@ fn install_handler(signal: libc::c_int, on_alternate_stack: bool) -> std::io::Re
 /// Puts [`on_fault`] in front of the handler of `fault`, with the same flags and mask plus
 /// `signal`. Nothing to wrap (and `None`) when the fault has no handler.
 fn wrap_fault_handler(fault: libc::c_int, signal: libc::c_int) -> std::io::Result<Option<libc::sigaction>> {
-    // SAFETY: reads the current action into a local, then installs `on_fault` with that action's
-    // flags (plus SA_SIGINFO, which `on_fault`'s signature needs; `forward` calls the previous
-    // handler with the arity its own flags say) and its mask plus the sampling signal.
+    let current = current_action(fault)?;
+    // Only a handler on the alternate stack has the window described in the module docs.
+    if current.sa_sigaction == libc::SIG_DFL
+        || current.sa_sigaction == libc::SIG_IGN
+        || current.sa_flags & libc::SA_ONSTACK == 0
+    {
+        return Ok(None);
+    }
+    // SAFETY: installs `on_fault` with the current action's flags (plus SA_SIGINFO, which
+    // `on_fault`'s signature needs; `forward` calls the previous handler with the arity its own
+    // flags say) and its mask plus the sampling signal.
     unsafe {
-        let mut current: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(fault, std::ptr::null(), &mut current) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // Only a handler on the alternate stack has the window described in the module docs.
-        if current.sa_sigaction == libc::SIG_DFL
-            || current.sa_sigaction == libc::SIG_IGN
-            || current.sa_flags & libc::SA_ONSTACK == 0
-        {
-            return Ok(None);
-        }
         let mut action = current;
         action.sa_sigaction = on_fault as *const () as libc::sighandler_t;
         action.sa_flags |= libc::SA_SIGINFO;
@@ -163,7 +165,7 @@ pub enum Health {
 /// signals (one system call), the wrappers every few ticks.
 pub fn check(wrappers: bool) -> Health {
     let Some(signal) = signal_number() else { return Health::SignalTaken };
-    if current_handler(signal) != on_signal as *const () as libc::sighandler_t {
+    if current_handler(signal) != Some(on_signal as *const () as libc::sighandler_t) {
         return Health::SignalTaken;
     }
     if !wrappers || !ON_ALTERNATE_STACK.load(Relaxed) {
@@ -173,7 +175,7 @@ pub fn check(wrappers: bool) -> Health {
         .iter()
         .zip(&FAULT_PREVIOUS)
         .filter(|(_, previous)| previous.get().is_some())
-        .all(|(&fault, _)| current_handler(fault) == on_fault as *const () as libc::sighandler_t);
+        .all(|(&fault, _)| current_handler(fault) == Some(on_fault as *const () as libc::sighandler_t));
     if wrapped {
         return Health::Installed;
     }
@@ -183,13 +185,9 @@ pub fn check(wrappers: bool) -> Health {
     Health::MovedOffAlternateStack
 }
 
-fn current_handler(signal: libc::c_int) -> libc::sighandler_t {
-    // SAFETY: queries the action of `signal` into a local.
-    unsafe {
-        let mut current: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current);
-        current.sa_sigaction
-    }
+/// The handler installed for `signal` (none, if it cannot be read).
+fn current_handler(signal: libc::c_int) -> Option<libc::sighandler_t> {
+    current_action(signal).ok().map(|c| c.sa_sigaction)
 }
 
 /// Agent threads never take samples of themselves.

@@ -10,10 +10,10 @@
 //! avoid the clock reads but fire only at the kernel's scheduler tick — 250 Hz here — whatever
 //! the rate.) The handler, on the sampled thread, walks the frame-pointer chain from the
 //! interrupted context (the JIT keeps RBP frames on Unix x64) inside the thread's own stack only,
-//! and writes the raw instruction pointers to the thread's ring. A drain thread (and every snapshot) later turns
-//! addresses into methods — off the signal path, with the runtime's `GetFunctionFromIP` — and
-//! counts each stack into the thread's call tree: `self_samples` at the leaf, time = samples ×
-//! interval.
+//! and writes the raw instruction pointers to the thread's ring. A drain thread (and every
+//! snapshot) later turns addresses into methods — off the signal path, with the runtime's
+//! `GetFunctionFromIP` — and counts each stack into the thread's call tree: `self_samples` at the
+//! leaf, time = samples × interval.
 //!
 //! A runtime with a sampler of its own (Mono: its sampling thread signals every thread and calls
 //! the profiler in the signal handler) replaces the sampler thread and the handler: see
@@ -616,16 +616,14 @@ pub fn drain() {
                 resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
             }
             TAKEN.fetch_add(periods + before, Relaxed);
+            let mut weight = periods;
             match last_leaf {
-                Some(leaf) if before > 0 => tree.add_samples(leaf, before, before * interval_ns),
-                // The thread's first sample: its stack before it is not known; this is the
+                Some(leaf) => tree.add_samples(leaf, before, before * interval_ns),
+                // The thread's first sample: its stack before it is not known; this one is the
                 // nearest.
-                _ => {}
+                None => weight += before,
             }
-            let first_before = if last_leaf.is_none() { before } else { 0 };
-            if let Some(leaf) =
-                tree.record_sample(&path, periods + first_before, (periods + first_before) * interval_ns)
-            {
+            if let Some(leaf) = tree.record_sample(&path, weight, weight * interval_ns) {
                 last_leaf = Some(leaf);
             }
         });
