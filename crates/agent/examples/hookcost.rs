@@ -1,6 +1,7 @@
 //! Microbenchmark of the hook bodies through the real trampolines, outside any runtime:
 //! `cargo run --release -p sonde-agent --example hookcost`.
-use sonde_agent::{hooks, threads};
+use sonde_agent::coreclr::hooks;
+use sonde_agent::tree::threads;
 use std::time::Instant;
 
 fn main() {

@@ -2,7 +2,8 @@
 //! write) on the sampled thread, measured inside one process so machine noise largely cancels:
 //! a fixed amount of work is timed in alternating slices with sampling on and off.
 //! `cargo run --release -p sonde-agent --example sample_cost [RATE_HZ=1000]`
-use sonde_agent::{sampling, threads};
+use sonde_agent::sampling;
+use sonde_agent::tree::threads;
 use std::time::{Duration, Instant};
 
 struct Ids;

@@ -5,7 +5,8 @@
 //! weights samples by wall time, and counts empty stacks and unknown threads. (Its own test
 //! binary: the sampling configuration is set once per process.)
 
-use sonde_agent::{sampling, threads};
+use sonde_agent::sampling;
+use sonde_agent::tree::threads;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};

@@ -2,7 +2,9 @@
 //! entry points) and the sampling signal handler allocate nothing once a call path is known. A
 //! counting global allocator counts the allocations each thread makes.
 
-use sonde_agent::{hooks, sampling, threads};
+use sonde_agent::coreclr::hooks;
+use sonde_agent::sampling;
+use sonde_agent::tree::threads;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 use crate::hresult::HResult;
 use crate::metadata;
 use sonde_clr_sys::*;
+use sonde_metadata::MethodNames;
 use std::ffi::c_void;
 use std::ptr::{NonNull, null_mut};
 
@@ -21,17 +22,6 @@ pub struct ProfilerInfo {
 // runtime unloads the profiler, which outlives every caller (it only happens at process exit).
 unsafe impl Send for ProfilerInfo {}
 unsafe impl Sync for ProfilerInfo {}
-
-/// Names of one method, as metadata spells them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MethodNames {
-    /// `Namespace.Type.Method`, nested types joined with `+`.
-    pub name: String,
-    pub signature: String,
-    pub assembly: String,
-    /// The module's file name (no directory).
-    pub module: String,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeInfo {
@@ -193,7 +183,7 @@ impl ProfilerInfo {
         let mut assembly: AssemblyID = 0;
         let path =
             read_string(|cap, len, buf| call!(self.GetModuleInfo(module, &mut base, cap, len, buf, &mut assembly)))?;
-        let module_name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+        let module_name = sonde_metadata::module_file_name(&path);
         let (mut domain, mut module2) = (0usize, 0usize);
         let assembly_name = read_string(|cap, len, buf| {
             call!(self.GetAssemblyInfo(assembly, cap, len, buf, &mut domain, &mut module2))

@@ -13,9 +13,9 @@ mod callback_slots;
 mod hresult;
 mod info;
 mod metadata;
-pub mod signature;
 
 pub use callback::{ProfilerCallback, class_factory};
 pub use hresult::HResult;
-pub use info::{MethodNames, ProfilerInfo, RuntimeInfo};
+pub use info::{ProfilerInfo, RuntimeInfo};
 pub use sonde_clr_sys as sys;
+pub use sonde_metadata::MethodNames;

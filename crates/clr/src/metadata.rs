@@ -2,19 +2,17 @@
 
 use crate::hresult::HResult;
 use crate::info::read_string;
-use crate::signature::{self, TypeNames};
 use sonde_clr_sys::*;
+use sonde_metadata::token::{
+    KIND_MASK as TOKEN_TYPE_MASK, TYPE_DEF as MD_TYPE_DEF, TYPE_REF as MD_TYPE_REF, TYPE_SPEC as MD_TYPE_SPEC,
+};
+use sonde_metadata::{MAX_NESTING, TypeNames, UNREADABLE_SIGNATURE, nested, signature};
 use std::ptr::{NonNull, null_mut};
 
 /// An owned IMetaDataImport reference, released on drop.
 pub(crate) struct Import {
     ptr: NonNull<IMetaDataImport>,
 }
-
-const TOKEN_TYPE_MASK: u32 = 0xff00_0000;
-const MD_TYPE_DEF: u32 = 0x0200_0000;
-const MD_TYPE_REF: u32 = 0x0100_0000;
-const MD_TYPE_SPEC: u32 = 0x1b00_0000;
 
 macro_rules! call {
     ($self:ident . $method:ident ( $($arg:expr),* )) => {{
@@ -56,7 +54,7 @@ impl Import {
             // live as long as the module's metadata, which outlives this call.
             unsafe { std::slice::from_raw_parts(sig, sig_len as usize) }
         };
-        let signature = signature::method_signature(blob, self).unwrap_or_else(|| "<unreadable signature>".into());
+        let signature = signature::method_signature(blob, self).unwrap_or_else(|| UNREADABLE_SIGNATURE.into());
         let full = if class == 0 || class & !TOKEN_TYPE_MASK == 0 {
             name // a global function: no declaring type (`<Module>`)
         } else {
@@ -68,8 +66,7 @@ impl Import {
     /// A TypeDef's name with its enclosing types: `Namespace.Outer+Inner`.
     fn type_def_name(&self, mut class: mdTypeDef) -> Result<String, HResult> {
         let mut parts = Vec::new();
-        // Nesting is finite in valid metadata; the bound keeps corrupt metadata from looping.
-        for _ in 0..64 {
+        for _ in 0..MAX_NESTING {
             let (mut flags, mut extends) = (0u32, 0u32);
             parts.push(read_string(|cap, len, buf| {
                 call!(self.GetTypeDefProps(class, buf, cap, len, &mut flags, &mut extends))
@@ -83,13 +80,12 @@ impl Import {
             }
             class = enclosing;
         }
-        parts.reverse();
-        Ok(parts.join("+"))
+        Ok(nested(parts))
     }
 
     fn type_ref_name(&self, mut reference: mdTypeRef) -> Result<String, HResult> {
         let mut parts = Vec::new();
-        for _ in 0..64 {
+        for _ in 0..MAX_NESTING {
             let mut scope: mdToken = 0;
             parts.push(read_string(|cap, len, buf| call!(self.GetTypeRefProps(reference, &mut scope, buf, cap, len)))?);
             // A TypeRef scoped by another TypeRef is a nested type.
@@ -98,8 +94,7 @@ impl Import {
             }
             reference = scope;
         }
-        parts.reverse();
-        Ok(parts.join("+"))
+        Ok(nested(parts))
     }
 
     fn type_spec_name(&self, spec: mdTypeSpec) -> Option<String> {

@@ -7,14 +7,14 @@
 //! # Design constraints
 //!
 //! * Declarations only, no logic: opaque handle types, callback signatures, constants and one
-//!   table of function pointers ([`MonoApi`]). Safe wrappers live in the agent (`sonde-agent`'s
-//!   `mono` module).
+//!   table of function pointers ([`MonoApi`]). The safe wrapper is `sonde-mono`, which also
+//!   resolves the table in the running process.
 //! * **Nothing here is linked.** The agent library is one `cdylib` that both runtimes load. Under
 //!   Mono the `mono_*` functions are exported by the `mono` executable itself (the runtime is
 //!   built in; linking `libmonosgen-2.0` would load a second runtime). Under CoreCLR they do not
 //!   exist at all, and rustc links shared libraries with `-z now` (BIND_NOW), so a single undefined
 //!   `mono_*` symbol would make CoreCLR's `dlopen` of the agent fail. So the functions are looked
-//!   up with `dlsym` when Mono calls the profiler's entry point ([`MonoApi::from_process`]), and
+//!   up with `dlsym` when Mono calls the profiler's entry point (`sonde_mono::Mono::from_process`), and
 //!   the agent library has no undefined `mono_*` symbols.
 //! * Signatures are transcribed from the headers of Mono 6.8 (Debian's `libmono-2.0-dev`); names
 //!   keep the headers' spelling.
@@ -94,12 +94,6 @@ pub const MONO_TYPESPEC_SIZE: usize = 1;
 /// ResolutionScope coded index (ECMA-335 II.24.2.6): 2 tag bits; tag 3 is a TypeRef (a nested type).
 pub const MONO_RESOLUTION_SCOPE_BITS: u32 = 2;
 pub const MONO_RESOLUTION_SCOPE_TYPEREF: u32 = 3;
-
-/// Token tables (tokentype.h): the top byte of a metadata token.
-pub const MONO_TOKEN_TYPE_REF: u32 = 0x0100_0000;
-pub const MONO_TOKEN_TYPE_DEF: u32 = 0x0200_0000;
-pub const MONO_TOKEN_METHOD_DEF: u32 = 0x0600_0000;
-pub const MONO_TOKEN_TYPE_SPEC: u32 = 0x1b00_0000;
 
 // Callback types (profiler.h expands profiler-events.h into `MonoProfiler<Type>Callback`).
 pub type MonoProfilerCallInstrumentationFilterCallback =
@@ -228,39 +222,11 @@ mono_api! {
     mono_free: fn(*mut c_void);
 }
 
+/// (Token kinds are ECMA-335's, in `sonde_metadata::token`.)
+///
 /// Shared objects that may hold the runtime when the host is not the `mono` executable (an
 /// embedder that loaded libmono with `RTLD_LOCAL`, so its symbols are not global).
 pub const RUNTIME_LIBRARIES: &[&CStr] = &[c"libmonosgen-2.0.so.1", c"libmonosgen-2.0.so", c"libmono-2.0.so.1"];
-
-impl MonoApi {
-    /// Resolves every function in the running process: first among the global symbols (the
-    /// `mono` executable exports the whole API), then in an already loaded runtime library.
-    /// Never loads anything new.
-    pub fn from_process() -> Result<MonoApi, String> {
-        let global = |name: &CStr| {
-            // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only reads.
-            unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
-        };
-        // SAFETY: symbols named `mono_*` in a process running Mono are Mono's API functions.
-        let first = match unsafe { MonoApi::resolve(global) } {
-            Ok(api) => return Ok(api),
-            Err(missing) => missing,
-        };
-        for library in RUNTIME_LIBRARIES {
-            // SAFETY: RTLD_NOLOAD only returns a handle to a library that is already loaded.
-            let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-            if handle.is_null() {
-                continue;
-            }
-            // SAFETY: dlsym on a valid handle with a NUL-terminated name; see above for the
-            // signatures. The handle is kept open (the runtime stays loaded anyway).
-            if let Ok(api) = unsafe { MonoApi::resolve(|name| libc::dlsym(handle, name.as_ptr())) } {
-                return Ok(api);
-            }
-        }
-        Err(format!("the Mono runtime's function {first} is not in this process"))
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -277,11 +243,5 @@ mod tests {
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
         assert_eq!(MonoApi::NAMES.len(), 35);
-    }
-
-    #[test]
-    fn no_mono_outside_mono() {
-        // A test binary is not Mono: nothing resolves, and nothing is loaded to make it so.
-        assert!(MonoApi::from_process().is_err());
     }
 }

@@ -30,16 +30,18 @@
 //!   so the profile lists sampled methods only, as on CoreCLR.
 
 use super::ids::MethodIds;
-use super::metadata::{self, MethodNames};
-use super::{BACKEND, ENABLED, IDS, guarded, methods};
-use crate::sampling::native_symbol;
-use crate::sampling::{self, Frame, FrameResolver, ring};
-use sonde_mono_sys::*;
-use sonde_protocol::MethodRecord;
+use super::{Agent, IDS};
+use crate::ipc::link::SnapshotFacts;
+use crate::log::log;
+use crate::sampling::{self, Frame, FrameResolver, native_symbol, ring};
+use crate::session::{self, StartError};
+use crate::tree::methods::methods;
+use crate::tree::threads;
+use sonde_metadata::MethodNames;
+use sonde_mono::{Method, Mono, Sample, SampleHit};
+use sonde_protocol::AgentConfig;
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
-use std::sync::atomic::Ordering::Relaxed;
 
 /// Ring values: the top two bits say what the rest is.
 const TAG_SHIFT: u32 = 62;
@@ -60,54 +62,45 @@ static COMPILED: Mutex<Vec<(usize, MethodNames)>> = Mutex::new(Vec::new());
 /// Code start → index into [`COMPILED`].
 static CODE: MethodIds = MethodIds::new();
 
-/// Asks Mono for samples at `freq` Hz and registers the callbacks. Must run in the init function.
-/// `empty`: a benchmark floor (`SONDE_BENCH_HOOKS=empty`) — Mono's sampler with a sample
-/// callback that returns at once, so nothing is recorded.
-pub fn register(api: &MonoApi, handle: MonoProfilerHandle, freq: u32, empty: bool) -> Result<(), String> {
-    let hit: MonoProfilerSampleHitCallback = if empty { empty_sample_hit } else { sample_hit };
-    // SAFETY: Mono's profiler API, from the init function as `enable_sampling` requires, with
-    // callbacks of the header's types.
-    unsafe {
-        (api.mono_profiler_set_jit_done_callback)(handle, Some(jit_done));
-        (api.mono_profiler_set_sample_hit_callback)(handle, Some(hit));
-        if (api.mono_profiler_enable_sampling)(handle) == 0 {
-            return Err("Mono refused to enable sampling".into());
-        }
-        if (api.mono_profiler_set_sample_mode)(handle, MONO_PROFILER_SAMPLE_MODE_REAL, freq) == 0 {
-            return Err("another profiler controls Mono's sampling parameters".into());
-        }
+/// Sampling mode: Mono's sampler signals the threads, [`Walker`] walks their stacks; Sonde runs
+/// the drain thread only. No filter, no enter/leave, no JIT option changed. In the init function.
+pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+    let interval = session::interval(config);
+    // Mono ticks at a whole frequency; the weighting and the times use the interval asked for.
+    let freq = ((1_000_000 + config.interval_us / 2) / config.interval_us.max(1)).clamp(1, u32::MAX as u64) as u32;
+    let clock = session::sampling_clock(config);
+    sampling::start_external(interval, clock, Box::new(MonoFrames::default()))
+        .map_err(|e| StartError::runtime("starting the sampling drain thread", e))?;
+    let profiler = mono.create_profiler();
+    let empty = crate::calibration::Floor::from_env() == Some(crate::calibration::Floor::Empty);
+    if empty {
+        log!("benchmark floor: Mono's sampler with an empty sample callback; nothing is recorded");
+        profiler.enable_sampling::<Agent, EmptyHit>(freq)
+    } else {
+        profiler.enable_sampling::<Agent, Walker>(freq)
     }
-    Ok(())
-}
-
-/// The resolver the drain uses on Mono.
-pub fn resolver() -> Box<dyn FrameResolver> {
-    Box::new(MonoFrames::default())
+    .map_err(|e| StartError::runtime("enabling Mono's sampler", e))?;
+    profiler.set_events::<Agent>();
+    // The thread running the init function initialises the runtime and runs Main.
+    let main = threads::gettid();
+    threads::state_for(main);
+    sampling::register(main);
+    log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
+    Ok(session::sampling_facts(config))
 }
 
 // --- On the compiling thread: names. ----------------------------------------------------------
 
-unsafe extern "C" fn jit_done(_prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo) {
-    guarded((), || compiled(method, jinfo));
-}
-
-fn compiled(method: *mut MonoMethod, jinfo: *mut MonoJitInfo) {
-    let Some(backend) = BACKEND.get() else { return };
-    let key = method as usize;
-    let code = if jinfo.is_null() {
-        0
-    } else {
-        // SAFETY: the jit info Mono passed to this callback, which is still running.
-        unsafe { (backend.api.mono_jit_info_get_code_start)(jinfo) as usize }
-    };
+/// A method Mono compiled (or loaded precompiled), on the compiling thread: named now.
+pub(super) fn compiled(method: Method<'_>, code: usize) {
+    if session::get().is_none() {
+        return;
+    }
+    let key = method.key().0;
     let index = match IDS.get(key) {
         Some(index) => index, // compiled again (another domain, a recompilation): new code
         None => {
-            // SAFETY: Mono passed `method` to this callback, on the compiling (attached) thread.
-            let names = unsafe {
-                metadata::describe(&backend.api, method).or_else(|| metadata::describe_wrapper(&backend.api, method))
-            };
-            let Some(names) = names else { return };
+            let Some(names) = method.describe().or_else(|| method.describe_wrapper()) else { return };
             let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
             let Ok(index) = u32::try_from(compiled.len()) else { return };
             compiled.push((key, names));
@@ -125,56 +118,43 @@ fn compiled(method: *mut MonoMethod, jinfo: *mut MonoJitInfo) {
 
 // --- In the signal handler: the walk. ---------------------------------------------------------
 
-struct Walk<'w, 'r> {
-    writer: &'w mut ring::Writer<'r>,
-    /// The interrupted instruction.
-    ip: usize,
-    truncated: bool,
-}
-
 /// Mono's sample callback: runs in its signal handler, on the sampled thread.
-unsafe extern "C" fn sample_hit(_prof: *mut MonoProfiler, ip: *const u8, context: *const c_void) {
-    if !ENABLED.load(Relaxed) || context.is_null() {
-        return;
+struct Walker;
+
+impl SampleHit for Walker {
+    fn sample_hit(sample: &Sample<'_>) {
+        if !session::enabled() {
+            return;
+        }
+        let ip = sample.ip();
+        sampling::record_for_current_thread(|writer| {
+            let mut truncated = false;
+            sample.walk(|frame| {
+                if writer.is_empty() {
+                    // The first managed frame: was the thread interrupted in it, or further in
+                    // (native code)?
+                    let here = frame.code_start.wrapping_add_signed(frame.offset);
+                    if here != ip && ip != 0 {
+                        writer.push((TAG_NATIVE << TAG_SHIFT) | (ip as u64 & PAYLOAD));
+                    }
+                }
+                if writer.is_full() {
+                    truncated = true;
+                    return true;
+                }
+                writer.push(frame_value(frame.method.map_or(0, |m| m.0), frame.code_start));
+                false
+            });
+            if truncated { ring::FLAG_TRUNCATED } else { 0 }
+        });
     }
-    let Some(backend) = BACKEND.get() else { return };
-    let walk_stack = backend.api.mono_stack_walk_async_safe;
-    sampling::record_for_current_thread(|writer| {
-        let mut walk = Walk { writer, ip: ip as usize, truncated: false };
-        // SAFETY: Mono's async-safe walk, called from its own signal handler with the signal's
-        // context, as documented; `walk` outlives the call and is only used by `walk_frame`.
-        unsafe { walk_stack(walk_frame, context.cast_mut(), (&raw mut walk).cast()) };
-        if walk.truncated { ring::FLAG_TRUNCATED } else { 0 }
-    });
 }
 
 /// The benchmark floor: what Mono's sampler costs with a profiler that does nothing.
-unsafe extern "C" fn empty_sample_hit(_prof: *mut MonoProfiler, _ip: *const u8, _context: *const c_void) {}
+struct EmptyHit;
 
-/// One managed frame, leaf first. Returns true (stop) when the sample is full.
-unsafe extern "C" fn walk_frame(
-    method: *mut MonoMethod,
-    _domain: *mut MonoDomain,
-    base_address: *mut c_void,
-    offset: c_int,
-    data: *mut c_void,
-) -> mono_bool {
-    // SAFETY: `data` is the `Walk` that `sample_hit` passed to this walk.
-    let walk = unsafe { &mut *data.cast::<Walk>() };
-    let code = base_address as usize;
-    if walk.writer.is_empty() {
-        // The first managed frame: was the thread interrupted in it, or further in (native code)?
-        let here = code.wrapping_add(offset as isize as usize);
-        if here != walk.ip && walk.ip != 0 {
-            walk.writer.push((TAG_NATIVE << TAG_SHIFT) | (walk.ip as u64 & PAYLOAD));
-        }
-    }
-    if walk.writer.is_full() {
-        walk.truncated = true;
-        return 1;
-    }
-    walk.writer.push(frame_value(method as usize, code));
-    0
+impl SampleHit for EmptyHit {
+    fn sample_hit(_: &Sample<'_>) {}
 }
 
 /// The ring value of a managed frame. Lock-free look-ups only.
@@ -205,13 +185,7 @@ impl MonoFrames {
         }
         let entry = COMPILED.lock().unwrap_or_else(|e| e.into_inner()).get(index as usize).cloned();
         let method = match entry {
-            Some((key, names)) => methods().insert(key, |id| MethodRecord {
-                id,
-                name: names.name,
-                signature: names.signature,
-                assembly: names.assembly,
-                module: names.module,
-            }),
+            Some((key, names)) => methods().insert(key, names),
             None => methods().pseudo("[unknown managed code]", "", ""),
         };
         self.ids.insert(index, method);
@@ -220,7 +194,7 @@ impl MonoFrames {
 
     fn other(&mut self, tag: u64, payload: usize) -> Frame {
         let method = match tag {
-            TAG_NATIVE => crate::sampling::native_frame(methods(), payload),
+            TAG_NATIVE => sampling::native_frame(methods(), payload),
             // Managed code Mono reported no method for: name its image at least (an AOT image is
             // a shared object, e.g. `mscorlib.dll.so`).
             TAG_CODE => match native_symbol(payload) {

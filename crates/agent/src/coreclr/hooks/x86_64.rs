@@ -6,8 +6,8 @@
 //! assembly follows the Rust structs. All stores are plain `mov`s: `Relaxed` atomics on x86-64.
 
 use super::*;
-use crate::calltree::{CallTree, Node};
-use crate::threads::ThreadState;
+use crate::tree::calltree::{CallTree, Node};
+use crate::tree::threads::ThreadState;
 use std::mem::offset_of;
 
 const CURRENT: usize = offset_of!(ThreadState, tree) + offset_of!(CallTree, current);
@@ -211,6 +211,7 @@ pub fn call_pair(timed: bool, method: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
 
     /// Calls `enter` with every register the JIT expects preserved set to a marker, and checks
     /// they come back unchanged; then the same for `leave` and its return registers.
@@ -256,7 +257,7 @@ mod tests {
         for timed in [true, false] {
             let state: &'static ThreadState = Box::leak(Box::new(ThreadState::new(0)));
             let set = hooks(timed);
-            crate::threads::with_private_state(state, || {
+            crate::tree::threads::with_private_state(state, || {
                 // The first pair takes the slow paths (new node), the next ones the fast paths;
                 // an unmatched leave takes the slow path again.
                 for _ in 0..3 {
@@ -266,14 +267,14 @@ mod tests {
             });
             let node = state.tree.node(1).unwrap();
             assert_eq!(node.calls.load(Relaxed), 3);
-            assert_eq!(state.tree.current(), crate::calltree::ROOT);
+            assert_eq!(state.tree.current(), crate::tree::calltree::ROOT);
         }
     }
 
     #[test]
     fn fast_paths_count_and_time() {
         let state: &'static ThreadState = Box::leak(Box::new(ThreadState::new(0)));
-        crate::threads::with_private_state(state, || {
+        crate::tree::threads::with_private_state(state, || {
             for _ in 0..1000 {
                 call_pair(true, 3);
             }

@@ -4,8 +4,8 @@
 //! until the process ends: a finished thread's call tree is still part of the profile. The
 //! thread-local slot holds a `&'static ThreadState`, so the hot path is one TLS read.
 
-use crate::calltree::CallTree;
-use crate::clock;
+use crate::tree::calltree::CallTree;
+use crate::tree::clock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Mutex, MutexGuard};
@@ -214,6 +214,12 @@ impl ThreadState {
         }
         cpu_times(self.os_tid).unwrap_or_default()
     }
+}
+
+/// The calling thread's `pthread_t` (Mono's id for a thread).
+pub fn pthread_self() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as usize }
 }
 
 pub fn gettid() -> u32 {

@@ -9,11 +9,12 @@
 //! runtime's exit callbacks: it must stay silent ([`forked_child`]), or two processes would write
 //! one stream.
 
-use crate::snapshot::{self, MethodTable, SnapshotContext};
+use crate::ipc::snapshot::{self, SnapshotContext};
+use crate::tree::methods::methods;
 use sonde_protocol::{AgentMessage, ControllerMessage, Hello, read_frame, write_frame};
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Duration;
@@ -46,41 +47,54 @@ struct LinkState {
 #[derive(Clone, Copy)]
 pub struct SnapshotFacts {
     pub sample_interval_ns: u64,
-    /// Exact timing: snapshots carry the hook cost, re-measured each time (`hooks::measure_cost`).
+    /// Exact timing: snapshots carry the hook cost, re-measured each time (`calibration::measure_cost`).
     pub exact_timing: bool,
     /// Sampling mode: pending samples are drained into the trees first, and counts are reported.
     pub sampling: bool,
 }
 
+/// Why the agent could not open its session with the controller.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("cannot connect to {}: {source}", socket.display())]
+    Connect { socket: PathBuf, source: std::io::Error },
+    #[error("cannot set the socket's timeouts: {0}")]
+    Timeouts(std::io::Error),
+    #[error("handshake: {0}")]
+    Handshake(String),
+    #[error("controller refused: {0}")]
+    Refused(String),
+}
+
 impl Link {
-    pub fn connect(socket: &Path, hello: Hello) -> Result<Link, String> {
-        let mut stream =
-            UnixStream::connect(socket).map_err(|e| format!("cannot connect to {}: {e}", socket.display()))?;
-        stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(|e| e.to_string())?;
-        stream.set_write_timeout(Some(WRITE_TIMEOUT)).map_err(|e| e.to_string())?;
-        write_frame(&mut stream, &AgentMessage::Hello(hello)).map_err(|e| format!("handshake: {e}"))?;
+    pub fn connect(socket: &Path, hello: Hello) -> Result<Link, LinkError> {
+        let mut stream = UnixStream::connect(socket)
+            .map_err(|source| LinkError::Connect { socket: socket.to_path_buf(), source })?;
+        stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(LinkError::Timeouts)?;
+        stream.set_write_timeout(Some(WRITE_TIMEOUT)).map_err(LinkError::Timeouts)?;
+        write_frame(&mut stream, &AgentMessage::Hello(hello)).map_err(|e| LinkError::Handshake(e.to_string()))?;
         match read_frame::<ControllerMessage>(&mut stream) {
             Ok(ControllerMessage::Welcome { .. }) => {}
-            Ok(ControllerMessage::Reject { reason }) => return Err(format!("controller refused: {reason}")),
-            Ok(other) => return Err(format!("unexpected handshake answer: {other:?}")),
-            Err(e) => return Err(format!("handshake: {e}")),
+            Ok(ControllerMessage::Reject { reason }) => return Err(LinkError::Refused(reason)),
+            Ok(other) => return Err(LinkError::Handshake(format!("unexpected answer: {other:?}"))),
+            Err(e) => return Err(LinkError::Handshake(e.to_string())),
         }
-        stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+        stream.set_read_timeout(None).map_err(LinkError::Timeouts)?;
         OWNER.store(std::process::id(), Relaxed);
         Ok(Link { state: Mutex::new(LinkState { stream: Some(stream), methods_sent: 0, seq: 0 }) })
     }
 
     /// Serves snapshot requests until the controller hangs up.
-    pub fn serve(&'static self, methods: &'static MethodTable, facts: SnapshotFacts) -> std::io::Result<()> {
+    pub fn serve(&'static self, facts: SnapshotFacts) -> std::io::Result<()> {
         let reader = match self.lock().stream.as_ref() {
             Some(stream) => stream.try_clone()?,
             None => return Ok(()),
         };
         std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
-            crate::signals::block_on_this_thread();
+            crate::session::last_chance::block_on_this_thread();
             let mut reader = BufReader::new(reader);
             while let Ok(ControllerMessage::RequestSnapshot) = read_frame::<ControllerMessage>(&mut reader) {
-                if !self.send_snapshot(methods, facts, false) {
+                if !self.send_snapshot(facts, false) {
                     break;
                 }
             }
@@ -93,7 +107,7 @@ impl Link {
     }
 
     /// Sends a snapshot; false once the link is gone.
-    pub fn send_snapshot(&self, methods: &MethodTable, facts: SnapshotFacts, last: bool) -> bool {
+    pub fn send_snapshot(&self, facts: SnapshotFacts, last: bool) -> bool {
         // Before any lock: a forked child's copy may be held by a thread it does not have.
         if forked_child() {
             return false;
@@ -105,16 +119,17 @@ impl Link {
         if facts.sampling {
             crate::sampling::drain();
         }
-        let (new_methods, methods_total) = methods.since(state.methods_sent);
+        let (new_methods, methods_total) = methods().since(state.methods_sent);
         state.seq += 1;
         let message = AgentMessage::Snapshot(snapshot::take(SnapshotContext {
             seq: state.seq,
             last,
             sample_interval_ns: facts.sample_interval_ns,
-            hook_cost_ticks: facts.exact_timing.then(|| {
-                let cost = crate::hooks::measure_cost();
-                (cost.inner_ticks, cost.outer_ticks)
-            }),
+            hook_cost_ticks: facts
+                .exact_timing
+                .then(crate::calibration::measure_cost)
+                .flatten()
+                .map(|cost| (cost.inner_ticks, cost.outer_ticks)),
             new_methods,
             sampling: facts.sampling,
         }));

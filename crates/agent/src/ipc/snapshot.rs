@@ -1,79 +1,15 @@
-//! Building snapshots of every thread's call tree, and the method table they refer to.
+//! Building snapshots of every thread's call tree (with the methods not sent before).
 //!
 //! Runs on the IPC thread or the runtime's shutdown thread, never on a profiled thread's hot
 //! path. Reading the trees takes no lock that the hooks take: see `calltree` for why that is safe.
 
-use crate::calltree::{NO_METHOD, ROOT};
-use crate::clock;
-use crate::threads::{self, ThreadState};
+use crate::tree::calltree::{NO_METHOD, ROOT};
+use crate::tree::clock;
+use crate::tree::threads::{self, ThreadState};
 use sonde_profile::LostSamples;
 use sonde_protocol::{HookCost, MethodRecord, NodeRecord, Snapshot, ThreadSnapshot};
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
-
-/// Methods the agent has given ids to (the id is the client id the hooks receive).
-#[derive(Default)]
-pub struct MethodTable {
-    inner: Mutex<MethodTableInner>,
-}
-
-#[derive(Default)]
-struct MethodTableInner {
-    by_function: HashMap<usize, u32>,
-    pseudo: HashMap<String, u32>,
-    records: Vec<MethodRecord>,
-}
-
-impl MethodTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, MethodTableInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The id of a runtime function, if it has one.
-    pub fn id_of(&self, function: usize) -> Option<u32> {
-        self.lock().by_function.get(&function).copied()
-    }
-
-    /// Gives `function` an id, or returns the one it already has (the runtime may ask twice for
-    /// the same function, e.g. when tiered compilation re-JITs it).
-    pub fn insert(&self, function: usize, describe: impl FnOnce(u32) -> MethodRecord) -> u32 {
-        let mut inner = self.lock();
-        if let Some(&id) = inner.by_function.get(&function) {
-            return id;
-        }
-        let id = inner.records.len() as u32;
-        let record = describe(id);
-        inner.records.push(record);
-        inner.by_function.insert(function, id);
-        id
-    }
-
-    /// The id of something that is not a runtime function (a native frame, a marker such as
-    /// `[truncated stack]`), named `name`, in a separate key space from function ids.
-    pub fn pseudo(&self, name: &str, assembly: &str, module: &str) -> u32 {
-        let mut inner = self.lock();
-        if let Some(&id) = inner.pseudo.get(name) {
-            return id;
-        }
-        let id = inner.records.len() as u32;
-        inner.records.push(MethodRecord {
-            id,
-            name: name.to_string(),
-            signature: String::new(),
-            assembly: assembly.to_string(),
-            module: module.to_string(),
-        });
-        inner.pseudo.insert(name.to_string(), id);
-        id
-    }
-
-    /// Records from `from` on (for incremental metadata), and the new count.
-    pub fn since(&self, from: usize) -> (Vec<MethodRecord>, usize) {
-        let inner = self.lock();
-        (inner.records.get(from..).unwrap_or_default().to_vec(), inner.records.len())
-    }
-}
 
 /// What a snapshot needs to know besides the trees.
 pub struct SnapshotContext {

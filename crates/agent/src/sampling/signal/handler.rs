@@ -27,7 +27,8 @@
 //!   is reinstalled without `SA_ONSTACK` (a handler on the current stack never overwrites anyone's
 //!   frames).
 
-use super::{SLOTS, UNKNOWN_THREAD, ring::FLAG_TRUNCATED};
+use crate::sampling::ring::FLAG_TRUNCATED;
+use crate::sampling::{COUNTERS, slots};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 
@@ -309,7 +310,7 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context
         Some(slot) => sample(slot, context),
         None => {
             if let Some(previous) = PREVIOUS.get() {
-                crate::signals::forward(previous, signal, info, context);
+                crate::session::last_chance::forward(previous, signal, info, context);
             }
         }
     }
@@ -321,7 +322,7 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context
 extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let previous = FAULTS.iter().position(|&f| f == signal).and_then(|i| FAULT_PREVIOUS[i].get());
     match previous {
-        Some(previous) => crate::signals::forward(previous, signal, info, context),
+        Some(previous) => crate::session::last_chance::forward(previous, signal, info, context),
         None => {
             // Cannot happen (the wrapper is installed only after its previous action is kept);
             // the default action is what an unhandled fault gets anyway.
@@ -332,20 +333,20 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
 }
 
 fn sample(slot: usize, context: *mut libc::c_void) {
-    let Some(slot) = SLOTS.get(slot) else {
-        UNKNOWN_THREAD.fetch_add(1, Relaxed);
+    let Some(slot) = slots::get(slot) else {
+        COUNTERS.unknown_thread.fetch_add(1, Relaxed);
         return;
     };
-    // SAFETY: a published ring is never freed.
-    let Some(ring) = (unsafe { slot.ring.load(Acquire).as_ref() }) else {
-        UNKNOWN_THREAD.fetch_add(1, Relaxed);
+    let Some(ring) = slot.ring() else {
+        COUNTERS.unknown_thread.fetch_add(1, Relaxed);
         return;
     };
+    let state = &slot.signal;
     // Take the periods first, then allow the next signal: periods added after this point go to
     // the next sample.
-    let periods = slot.periods.swap(0, AcqRel).max(1);
+    let periods = state.periods.swap(0, AcqRel).max(1);
     let before = slot.idle_periods.swap(0, AcqRel);
-    slot.signalled.store(false, Release);
+    state.signalled.store(false, Release);
     let Some(mut writer) = ring.begin() else { return };
     let (ip, sp, fp) = registers(context);
     writer.push(ip as u64);
@@ -357,9 +358,9 @@ fn sample(slot: usize, context: *mut libc::c_void) {
     // High, low, high again: the limits are published low first between two writes of the high
     // one (`set_stack`), so an unchanged, non-zero high means the low one read between belongs
     // to it.
-    let high = slot.stack_high.load(Acquire) as usize;
-    let low = slot.stack_low.load(Acquire) as usize;
-    let high = if slot.stack_high.load(Acquire) as usize == high { high } else { 0 };
+    let high = state.stack_high.load(Acquire) as usize;
+    let low = state.stack_low.load(Acquire) as usize;
+    let high = if state.stack_high.load(Acquire) as usize == high { high } else { 0 };
     if low <= sp && sp < high {
         let mut fp = fp;
         while fp >= sp && fp % 8 == 0 && fp.saturating_add(16) <= high {
@@ -380,7 +381,7 @@ fn sample(slot: usize, context: *mut libc::c_void) {
         }
     } else if high == 0 {
         // Limits not known yet: the sampler thread looks this stack pointer up (`maps`).
-        slot.seen_sp.store(sp as u64, Relaxed);
+        state.seen_sp.store(sp as u64, Relaxed);
     }
     writer.commit(periods, before, flags);
 }

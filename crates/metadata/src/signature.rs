@@ -7,9 +7,7 @@ pub trait TypeNames {
     fn type_name(&self, token: u32) -> Option<String>;
 }
 
-const TYPEDEF: u32 = 0x0200_0000;
-const TYPEREF: u32 = 0x0100_0000;
-const TYPESPEC: u32 = 0x1b00_0000;
+use crate::token::{TYPE_DEF as TYPEDEF, TYPE_REF as TYPEREF, TYPE_SPEC as TYPESPEC};
 
 struct Reader<'a> {
     blob: &'a [u8],

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 /// Signals after which the runtime will not call `Shutdown`. SIGTERM is one of them only on
 /// runtimes that leave it at its default action (Mono: the process just dies), see
-/// [`install_with_sigterm`]; CoreCLR handles SIGTERM itself and shuts down cleanly.
+/// [`install`]; CoreCLR handles SIGTERM itself and shuts down cleanly.
 const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT, libc::SIGTERM];
 /// Longest a dying process is held back for its snapshot.
 const WAIT: Duration = Duration::from_secs(1);
@@ -53,17 +53,10 @@ pub fn block_on_this_thread() {
 }
 
 /// Starts the snapshot thread (running `snapshot` on request) and installs the handlers for
-/// SIGINT, SIGQUIT and SIGABRT.
-pub fn install(snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
-    install_for(&SIGNALS[..3], snapshot)
-}
-
-/// [`install`], and SIGTERM too: for a runtime that leaves SIGTERM at its default action.
-pub fn install_with_sigterm(snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
-    install_for(&SIGNALS, snapshot)
-}
-
-fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
+/// SIGINT, SIGQUIT and SIGABRT, and SIGTERM with `sigterm` (for a runtime that leaves SIGTERM at
+/// its default action).
+pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    let signals = if sigterm { &SIGNALS[..] } else { &SIGNALS[..3] };
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -93,7 +86,7 @@ fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) ->
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = handler as *const () as libc::sighandler_t;
             // Not SA_ONSTACK: a runtime's fault handler may be using the alternate stack (see
-            // `sampling::handler`), and these handlers do not run out of stack.
+            // `sampling::signal::handler`), and these handlers do not run out of stack.
             action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             let mut previous: libc::sigaction = std::mem::zeroed();
@@ -108,7 +101,7 @@ fn install_for(signals: &[libc::c_int], snapshot: impl Fn() + Send + 'static) ->
 
 /// Asks the snapshot thread for a snapshot, without waiting (coalesced with pending requests).
 pub fn request_snapshot() {
-    if crate::link::forked_child() {
+    if crate::ipc::link::forked_child() {
         return;
     }
     if PENDING.swap(true, SeqCst) {
@@ -133,11 +126,11 @@ pub fn request_snapshot() {
 /// right after then keeps what the last snapshot held (the controller asks for one every
 /// second).
 pub fn exception_thrown(send_now: impl FnOnce()) {
-    if crate::link::forked_child() {
+    if crate::ipc::link::forked_child() {
         return;
     }
     let mut last = LAST_EXCEPTION_SNAPSHOT.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < EXCEPTION_GAP) || crate::threads::total_nodes() > SYNC_SNAPSHOT_NODES {
+    if last.is_some_and(|t| t.elapsed() < EXCEPTION_GAP) || crate::tree::threads::total_nodes() > SYNC_SNAPSHOT_NODES {
         drop(last);
         request_snapshot();
         return;
@@ -148,7 +141,7 @@ pub fn exception_thrown(send_now: impl FnOnce()) {
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    if crate::link::forked_child() {
+    if crate::ipc::link::forked_child() {
         // The pipe leads to the parent's snapshot thread: nothing to wait for here.
         chain(sig, info, context);
         return;

@@ -3,7 +3,7 @@
 //! every interval and charges the elapsed wall time to the node each live thread is in. No runtime
 //! suspension, no signal, no stack walk: a load per thread.
 
-use crate::threads::{self, ThreadState};
+use crate::tree::threads::{self, ThreadState};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ pub fn stop() {
 }
 
 fn run(interval: Duration) {
-    crate::signals::block_on_this_thread();
+    crate::session::last_chance::block_on_this_thread();
     let mut threads: Vec<&'static ThreadState> = Vec::new();
     let mut last = Instant::now();
     while !STOP.load(Relaxed) {

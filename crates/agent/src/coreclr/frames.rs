@@ -1,0 +1,96 @@
+//! Sampled stacks on CoreCLR: instruction pointers to methods (managed code through the runtime,
+//! native code through the dynamic linker), and the x86-64 call decoding that tells an
+//! on-stack-replacement transition (a call into the runtime) from recursion.
+
+use super::info;
+use crate::sampling;
+use crate::tree::methods::methods;
+use sonde_clr::sys::FunctionID;
+use std::collections::HashMap;
+
+/// Resolves sampled instruction pointers to methods: managed code through the runtime, native
+/// code through the dynamic linker's symbols, anything else as unknown code (stubs, JIT helpers).
+#[derive(Default)]
+pub(super) struct ClrFrames {
+    cache: HashMap<usize, sampling::Frame>,
+    runtime_calls: HashMap<usize, bool>,
+}
+
+impl ClrFrames {
+    fn managed(&self, function: FunctionID) -> u32 {
+        if let Some(id) = methods().id_of(function) {
+            return id;
+        }
+        match info().and_then(|info| info.method_names(function).ok()) {
+            Some(names) => methods().insert(function, names),
+            None => methods().pseudo("[unnamed managed code]", "", ""),
+        }
+    }
+}
+
+impl sampling::FrameResolver for ClrFrames {
+    fn resolve(&mut self, ip: usize) -> sampling::Frame {
+        if let Some(&frame) = self.cache.get(&ip) {
+            return frame;
+        }
+        if self.cache.len() > 1 << 20 {
+            self.cache.clear();
+        }
+        let function = info().and_then(|info| info.function_from_ip(ip));
+        let frame = match function {
+            Some(function) => sampling::Frame { method: self.managed(function), managed: true },
+            None => sampling::Frame { method: sampling::native_frame(methods(), ip), managed: false },
+        };
+        self.cache.insert(ip, frame);
+        frame
+    }
+
+    fn calls_runtime(&mut self, return_address: usize) -> bool {
+        if let Some(&answer) = self.runtime_calls.get(&return_address) {
+            return answer;
+        }
+        let answer = call_target(return_address)
+            .and_then(sampling::native_symbol)
+            .is_some_and(|(library, _, _)| library == "libcoreclr.so");
+        self.runtime_calls.insert(return_address, answer);
+        answer
+    }
+
+    fn truncated(&mut self) -> u32 {
+        // (a marker, not a method: see `sampling::Frame::managed`)
+        methods().pseudo("[truncated stack]", "", "")
+    }
+}
+
+/// The target of the call instruction that ends just before `return_address`, for the forms
+/// the JIT emits: `call rel32`, `call [rip+disp32]`, `mov rax, imm64; call rax`.
+fn call_target(return_address: usize) -> Option<usize> {
+    let mut code = [0u8; 12];
+    let start = return_address.checked_sub(code.len())?;
+    read_memory(start, &mut code)?;
+    let rel32 = |b: &[u8]| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as isize;
+    if code[7] == 0xE8 {
+        return Some(return_address.wrapping_add_signed(rel32(&code[8..12])));
+    }
+    if code[6] == 0xFF && code[7] == 0x15 {
+        let cell = return_address.wrapping_add_signed(rel32(&code[8..12]));
+        let mut target = [0u8; 8];
+        read_memory(cell, &mut target)?;
+        return Some(usize::from_le_bytes(target));
+    }
+    if code[0] == 0x48 && code[1] == 0xB8 && code[10] == 0xFF && code[11] == 0xD0 {
+        return Some(usize::from_le_bytes(code[2..10].try_into().ok()?));
+    }
+    None
+}
+
+/// Reads this process's memory without risking a fault (the address may be anything):
+/// `process_vm_readv` reports unmapped memory as an error instead.
+fn read_memory(address: usize, buf: &mut [u8]) -> Option<()> {
+    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: writes at most `buf.len()` bytes into `buf`; the remote range is only read, by the
+    // kernel, which fails cleanly on unmapped memory.
+    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    (read == buf.len() as isize).then_some(())
+}

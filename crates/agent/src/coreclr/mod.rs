@@ -1,0 +1,224 @@
+//! The CoreCLR backend: the runtime loads the agent as its profiler (`DllGetClassObject` in
+//! `lib.rs`) and calls the [`ProfilerCallback`] methods below, through `sonde-clr`'s COM object.
+//!
+//! * **Start-up** ([`Clr::initialize`]): one [`session::start`], whose set-up for the configured
+//!   mode is [`start_tracing`] (event mask, the enter/leave [`hooks`], the function-ID mapper) or
+//!   [`start_sampling`] (thread events only; Sonde's signal sampler, names through [`frames`]).
+//! * **JIT time** ([`map_function`]): names the function, applies the filter, and hands a traced
+//!   function's dense id to the hooks.
+//! * **Threads and exceptions**: thread events feed the session's thread bookkeeping; an unwound
+//!   frame closes its call (the runtime calls no leave hook for it); a thrown exception may send
+//!   a last-chance snapshot; a finished catch unblocks the sampling signal.
+//!
+//! Everything here runs off the hot path (at JIT time or on rare runtime events).
+
+mod frames;
+pub mod hooks;
+
+use crate::calibration::{self, Floor};
+use crate::ipc::link::SnapshotFacts;
+use crate::log::log;
+use crate::sampling;
+use crate::session::{self, RuntimeId, StartError};
+use crate::tree::methods::methods;
+use crate::tree::{clock, threads};
+use sonde_clr::sys::*;
+use sonde_clr::{HResult, ProfilerCallback, ProfilerInfo};
+use sonde_profile::{Mode, Timing};
+use sonde_protocol::AgentConfig;
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+/// The profiler object the runtime gets.
+pub struct Clr;
+
+/// The runtime's `ICorProfilerInfo`, from `Initialize` on.
+static INFO: OnceLock<ProfilerInfo> = OnceLock::new();
+
+fn info() -> Option<&'static ProfilerInfo> {
+    INFO.get()
+}
+
+thread_local! {
+    /// The function whose frame the runtime is unwinding on this thread (set by
+    /// ExceptionUnwindFunctionEnter, consumed by ExceptionUnwindFunctionLeave).
+    static UNWINDING: Cell<FunctionID> = const { Cell::new(0) };
+}
+
+impl ProfilerCallback for Clr {
+    fn initialize(&self, info: ProfilerInfo) -> Result<(), HResult> {
+        let loaded_by = format!("CoreCLR (ICorProfilerInfo{})", info.version);
+        let info = INFO.get_or_init(|| info);
+        let runtime = RuntimeId { kind: "coreclr", loaded_by: &loaded_by };
+        let set_up = |config: &AgentConfig| match config.mode {
+            Mode::Tracing => start_tracing(info, config),
+            Mode::Sampling => start_sampling(info, config),
+        };
+        session::start(runtime, || runtime_version(info), set_up).map_err(|_| HResult(E_FAIL))?;
+        session::install_last_chance(false);
+        Ok(())
+    }
+
+    fn shutdown(&self) {
+        session::final_snapshot("shutdown");
+    }
+
+    fn thread_created(&self, thread: ThreadID) {
+        if let Some(os_tid) = os_thread_id(thread) {
+            session::thread_started(os_tid);
+        }
+    }
+
+    fn thread_assigned_to_os_thread(&self, thread: ThreadID, os_tid: u32) {
+        if session::get().is_none() {
+            return;
+        }
+        let name = threads::registry().pending_names.remove(&thread);
+        if let Some(name) = name {
+            session::thread_named(os_tid, name);
+        }
+        session::thread_started(os_tid);
+    }
+
+    fn thread_destroyed(&self, thread: ThreadID) {
+        if session::get().is_none() {
+            return;
+        }
+        if let Some(os_tid) = info().and_then(|info| info.os_thread_id(thread).ok()) {
+            session::thread_ended(os_tid);
+        }
+    }
+
+    /// A thread is often named before it starts (`new Thread(…) { Name = … }`), when it has no
+    /// OS thread yet: the name then waits for `thread_assigned_to_os_thread`.
+    fn thread_name_changed(&self, thread: ThreadID, name: String) {
+        if session::get().is_none() {
+            return;
+        }
+        match os_thread_id(thread) {
+            Some(os_tid) => session::thread_named(os_tid, name),
+            None => {
+                threads::registry().pending_names.insert(thread, name);
+            }
+        }
+    }
+
+    fn exception_thrown(&self) {
+        session::exception_thrown();
+    }
+
+    /// A caught exception may have been a fault whose handler never returned (see
+    /// `sampling::fault_handled_on_this_thread`).
+    fn exception_catcher_leave(&self) {
+        if session::mode() == Some(Mode::Sampling) {
+            sampling::fault_handled_on_this_thread();
+        }
+    }
+
+    fn exception_unwind_function_enter(&self, function: FunctionID) {
+        UNWINDING.with(|u| u.set(function));
+    }
+
+    fn exception_unwind_function_leave(&self) {
+        // The runtime does not call the leave hook for frames an exception unwinds: close the
+        // frame here so the tree stays in step with the real stack.
+        let function = UNWINDING.with(|u| u.replace(0));
+        let Some(session) = session::get().filter(|s| s.config.mode == Mode::Tracing) else { return };
+        if let Some(id) = methods().id_of(function) {
+            let tick = if session.config.timing == Timing::Exact { clock::ticks() } else { 0 };
+            threads::current().tree.leave(id, tick);
+        }
+    }
+
+    fn disable(&self) {
+        session::disable();
+    }
+}
+
+/// A runtime thread's OS thread id, once it has one.
+fn os_thread_id(thread: ThreadID) -> Option<u32> {
+    info()?.os_thread_id(thread).ok().filter(|&t| t != 0)
+}
+
+/// Tracing mode: enter/leave hooks on every method the filter selects.
+fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+    let timed = config.timing == Timing::Exact;
+    let floor = Floor::from_env();
+    if let Some(floor) = floor {
+        log!("benchmark floor hooks: {floor:?}; nothing is recorded");
+    }
+    let hook_set = floor.map_or_else(|| hooks::hooks(timed), hooks::floor_hooks);
+    let mut mask =
+        COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_DISABLE_INLINING | COR_PRF_MONITOR_EXCEPTIONS | COR_PRF_MONITOR_THREADS;
+    if hook_set.with_info {
+        mask |= COR_PRF_ENABLE_FRAME_INFO;
+    }
+    if config.filter.may_trace_framework() {
+        // Precompiled (ReadyToRun) framework code has no hooks; have it JIT-ed instead.
+        mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
+    }
+    info.set_event_mask(mask, 0).map_err(|e| StartError::runtime("SetEventMask", e))?;
+    if timed {
+        calibration::use_probe(&hooks::COST_PROBE);
+        let cost = hooks::COST_PROBE.measure();
+        log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
+    }
+    // SAFETY: `hooks::hooks` returns entry points built for this architecture's convention
+    // (assembly entry points for the fast hooks on x86-64, C functions for the WithInfo hooks).
+    unsafe { info.set_enter_leave_hooks(hook_set.enter, hook_set.leave, hook_set.tailcall, hook_set.with_info) }
+        .map_err(|e| StartError::runtime("SetEnterLeaveFunctionHooks3", e))?;
+    info.set_function_mapper(map_function).map_err(|e| StartError::runtime("SetFunctionIDMapper2", e))?;
+    session::start_sampled_timing(config)?;
+    Ok(session::tracing_facts(config, floor.is_some()))
+}
+
+/// Sampling mode: no hooks, no JIT flags; Sonde's signal sampler (`sampling::signal`). The
+/// runtime only reports threads (to sample them) and exceptions (for the crash snapshot, and to
+/// see a fault's handler out).
+fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+    info.set_event_mask(COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS, 0)
+        .map_err(|e| StartError::runtime("SetEventMask", e))?;
+    let interval = session::interval(config);
+    sampling::start(interval, session::sampling_clock(config), Box::new(frames::ClrFrames::default()))
+        .map_err(|e| StartError::runtime("installing the sampler", e))?;
+    // The thread initialising the runtime runs Main; it may never be reported as created.
+    let main = threads::gettid();
+    threads::state_for(main);
+    sampling::register(main);
+    Ok(session::sampling_facts(config))
+}
+
+/// The function-ID mapper: names the function (at JIT time), applies the filter, and gives traced
+/// functions a dense id that the hooks receive instead of the FunctionID.
+fn map_function(function: FunctionID) -> Option<usize> {
+    let session = session::get()?;
+    if let Some(id) = methods().id_of(function) {
+        return Some(id as usize);
+    }
+    let names = match info()?.method_names(function) {
+        Ok(names) => names,
+        Err(e) => {
+            log!("cannot name function {function:#x}: {e}; not traced");
+            return None;
+        }
+    };
+    if !session.config.filter.traces(&names.name, &names.assembly) {
+        return None;
+    }
+    Some(methods().insert(function, names) as usize)
+}
+
+/// The runtime's version as its directory spells it (`.../Microsoft.NETCore.App/8.0.4/libcoreclr.so`),
+/// else as `GetRuntimeInformation` reports it.
+fn runtime_version(info: &ProfilerInfo) -> String {
+    let from_maps = std::fs::read_to_string("/proc/self/maps").ok().and_then(|maps| {
+        let line = maps.lines().find(|l| l.ends_with("/libcoreclr.so"))?;
+        let path = std::path::Path::new(line.split_whitespace().last()?);
+        let dir = path.parent()?.file_name()?.to_str()?;
+        dir.chars().next()?.is_ascii_digit().then(|| dir.to_string())
+    });
+    from_maps.unwrap_or_else(|| match info.runtime_information() {
+        Ok(r) => format!("{}.{}.{}", r.major, r.minor, r.build),
+        Err(_) => "unknown".into(),
+    })
+}

@@ -1,0 +1,214 @@
+//! From rings to call trees: the drain thread (and every snapshot) turns each sample's values
+//! into methods through the backend's [`FrameResolver`] and counts the stack into its thread's
+//! call tree. Never in a signal handler: resolving may take locks and call the runtime.
+
+use super::ring::{self, FLAG_TRUNCATED};
+use super::{COUNTERS, slots};
+use crate::tree::threads;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering::*;
+use std::time::Duration;
+
+/// A resolved stack frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    pub method: u32,
+    /// Managed code (a real method), as opposed to native code, stubs or markers.
+    pub managed: bool,
+}
+
+/// Turns an instruction pointer into a method id (runtime-specific: `coreclr::frames`, `mono::sampling`).
+pub trait FrameResolver: Send {
+    /// `ip` is the interrupted instruction for the leaf, a return address minus one for callers.
+    /// (With [`raw_addresses`](Self::raw_addresses) false, `ip` is the value the sampler wrote,
+    /// unchanged.)
+    fn resolve(&mut self, ip: usize) -> Frame;
+    /// True when the sampled values are instruction pointers and return addresses (Sonde's own
+    /// handler); false when an external sampler wrote values of its own (method ids, tagged
+    /// pointers) that must reach [`resolve`](Self::resolve) as they are.
+    fn raw_addresses(&self) -> bool {
+        true
+    }
+    /// True when the call that returns to `return_address` is a call into the runtime itself (a
+    /// JIT helper such as the on-stack-replacement patchpoint) rather than to managed code: a
+    /// managed frame "called" from there continues the caller's invocation (the OSR version of
+    /// the same method), it is not a recursive call.
+    fn calls_runtime(&mut self, _return_address: usize) -> bool {
+        false
+    }
+    /// The pseudo-method for the root of a stack cut short by [`ring::MAX_FRAMES`].
+    fn truncated(&mut self) -> u32;
+}
+
+static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
+
+/// Installs the resolver and starts the drain thread.
+pub(super) fn start(resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+    *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
+    std::thread::Builder::new().name("sonde-drain".into()).spawn(|| {
+        crate::session::last_chance::block_on_this_thread();
+        super::signal::block_on_this_thread();
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            drain();
+        }
+    })?;
+    Ok(())
+}
+
+/// Moves every ring's samples into the call trees. Serialised; runs on the drain thread and
+/// before every snapshot.
+///
+/// A sample's "periods before" (the thread was blocked since its previous sample) are charged to
+/// the previous sample's stack: a blocked thread's stack does not change. Periods a thread has
+/// been blocked since its last sample are charged there too, as the drain finds them.
+pub fn drain() {
+    static DRAINING: Mutex<()> = Mutex::new(());
+    let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(resolver) = resolver.as_mut() else { return };
+    let interval_ns = super::interval().as_nanos() as u64;
+    let raw_addresses = resolver.raw_addresses();
+    let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
+    for slot in slots::used() {
+        let tid = slot.tid.load(Acquire);
+        let Some(ring) = slot.ring() else { continue };
+        if tid == 0 {
+            continue;
+        }
+        let tree = &threads::state_for(tid).tree;
+        let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
+        ring.drain(|frames, periods, before, flags| {
+            if raw_addresses {
+                stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+            } else {
+                resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+            }
+            COUNTERS.taken.fetch_add(periods + before, Relaxed);
+            let mut weight = periods;
+            match last_leaf {
+                Some(leaf) => tree.add_samples(leaf, before, before * interval_ns),
+                // The thread's first sample: its stack before it is not known; this one is the
+                // nearest.
+                None => weight += before,
+            }
+            if let Some(leaf) = tree.record_sample(&path, weight, weight * interval_ns) {
+                last_leaf = Some(leaf);
+            }
+        });
+        if let Some(leaf) = last_leaf {
+            let idle = slot.idle_periods.swap(0, AcqRel);
+            if idle > 0 {
+                COUNTERS.taken.fetch_add(idle, Relaxed);
+                tree.add_samples(leaf, idle, idle * interval_ns);
+            }
+            slot.last_leaf.store(leaf + 1, Relaxed);
+        }
+    }
+}
+
+/// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses).
+fn stack_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    path.clear();
+    if truncated {
+        path.push(resolver.truncated());
+    }
+    let mut last: Option<Frame> = None;
+    for (depth, &ip) in frames.iter().enumerate().rev() {
+        // Callers' return addresses point after the call: look up ip - 1.
+        let ip = if depth == 0 { ip as usize } else { (ip as usize).saturating_sub(1) };
+        let frame = resolver.resolve(ip);
+        if last.is_some_and(|l| l.method == frame.method) {
+            // A run of the same native code (no symbols to tell functions apart) is one frame; so
+            // is a method continuing in its OSR version. Real recursion stays.
+            let outer_return = frames.get(depth + 1).map_or(0, |&r| r as usize);
+            if !frame.managed || resolver.calls_runtime(outer_return) {
+                continue;
+            }
+        }
+        path.push(frame.method);
+        last = Some(frame);
+    }
+}
+
+/// [`stack_path`] for values an external sampler wrote (not addresses: no `ip - 1`, no call
+/// decoding): root first, a run of the same non-managed pseudo-frame collapsed, recursion kept.
+fn resolved_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    path.clear();
+    if truncated {
+        path.push(resolver.truncated());
+    }
+    let mut last: Option<Frame> = None;
+    for &value in frames.iter().rev() {
+        let frame = resolver.resolve(value as usize);
+        if !frame.managed && last.is_some_and(|l| l.method == frame.method) {
+            continue;
+        }
+        path.push(frame.method);
+        last = Some(frame);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Addresses 100..199 are method 1, 200..299 method 2 (managed); 900.. native library 9.
+    /// A return address of 555 is after a runtime-helper call.
+    struct Fake;
+    impl FrameResolver for Fake {
+        fn resolve(&mut self, ip: usize) -> Frame {
+            Frame { method: (ip / 100) as u32, managed: ip < 900 }
+        }
+        fn truncated(&mut self) -> u32 {
+            77
+        }
+        fn calls_runtime(&mut self, return_address: usize) -> bool {
+            return_address == 555
+        }
+    }
+
+    fn path(frames: &[u64], truncated: bool) -> Vec<u32> {
+        let mut path = Vec::new();
+        stack_path(frames, truncated, &mut Fake, &mut path);
+        path
+    }
+
+    #[test]
+    fn stacks_come_out_root_first_with_return_addresses_adjusted() {
+        // leaf ip 150 (method 1), called from method 2 (return address 201 → 200)
+        assert_eq!(path(&[150, 201], false), vec![2, 1]);
+        // a return address at the start of a range belongs to the previous function (ip - 1)
+        assert_eq!(path(&[150, 200], false), vec![1, 1]);
+    }
+
+    #[test]
+    fn external_values_pass_through_unchanged() {
+        struct Ids;
+        impl FrameResolver for Ids {
+            fn resolve(&mut self, value: usize) -> Frame {
+                Frame { method: value as u32 % 1000, managed: value < 1000 }
+            }
+            fn raw_addresses(&self) -> bool {
+                false
+            }
+            fn truncated(&mut self) -> u32 {
+                77
+            }
+        }
+        let mut path = Vec::new();
+        // Leaf first in, root first out; no `ip - 1`; recursion kept; a run of one pseudo-frame
+        // (not managed) collapsed.
+        resolved_path(&[3, 3, 2, 1009, 1009, 1], true, &mut Ids, &mut path);
+        assert_eq!(path, vec![77, 1, 9, 2, 3, 3]);
+    }
+
+    #[test]
+    fn recursion_stays_native_runs_and_osr_collapse() {
+        assert_eq!(path(&[150, 160, 170, 250], false), vec![2, 1, 1, 1]);
+        assert_eq!(path(&[950, 960, 970, 150], false), vec![1, 9]);
+        // method 5 at the root called through a runtime helper (return address 555): OSR.
+        assert_eq!(path(&[520, 555], false), vec![5]);
+        assert_eq!(path(&[150], true), vec![77, 1]);
+    }
+}

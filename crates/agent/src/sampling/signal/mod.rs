@@ -1,0 +1,253 @@
+//! Sonde's own sampler (CoreCLR): a sampler thread wakes every interval on the monotonic clock
+//! and reads each managed thread's CPU-time clock. Only a thread that is running ([`running`]) is
+//! signalled — with the sampling signal of [`handler`], never SIGPROF — and its sample stands for
+//! the intervals it ran (`--clock cpu`) or that passed (`--clock wall`). A blocked thread is never
+//! interrupted (a signal would cut its `sleep` or `poll` short): its stack has not changed since
+//! it last ran, so the intervals it spends blocked are charged to its last sample (wall clock),
+//! as is CPU time used in bursts between two looks (CPU clock). (Per-thread CPU-time timers were
+//! rejected: they fire only at the kernel's scheduler tick — 250 Hz here — whatever the rate; see
+//! `docs/SAMPLING.md`.) The handler, on the sampled thread, walks the frame-pointer chain from
+//! the interrupted context (the JIT keeps RBP frames on Unix x64) inside the thread's own stack
+//! only ([`maps`] finds it for threads registered from elsewhere), and writes the raw
+//! instruction pointers to the thread's ring.
+
+mod handler;
+pub mod maps;
+
+pub use handler::{block_on_this_thread, thread_cpu_ns};
+
+use super::drain::{self, FrameResolver};
+use super::{COUNTERS, Clock, Sampler, slots};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::time::Duration;
+
+/// Per thread: the sampler thread's and the handler's bookkeeping.
+pub(super) struct PerThread {
+    /// Intervals the next sample stands for (the sampler adds, the handler takes).
+    periods: AtomicU64,
+    /// A signal was sent and the handler has not run yet: don't send another (it would merge).
+    signalled: AtomicBool,
+    /// Sampler-thread bookkeeping: the thread's CPU time at the last look, and CPU time run since
+    /// the last sample.
+    last_cpu_ns: AtomicU64,
+    unsampled_cpu_ns: AtomicU64,
+    /// The thread's stack, `[low, high)`: the only memory the handler's walk reads (0, 0 until
+    /// known: see [`maps`]).
+    stack_low: AtomicU64,
+    stack_high: AtomicU64,
+    /// A stack pointer the handler saw while the limits were unknown (0: none).
+    seen_sp: AtomicU64,
+    /// Sampler-thread bookkeeping: ticks at which the thread ran while our signal was still
+    /// pending (blocked by the thread, or by a fault handler of the runtime).
+    pending_ticks: AtomicU32,
+}
+
+impl PerThread {
+    #[allow(clippy::declare_interior_mutable_const)]
+    pub const EMPTY: PerThread = PerThread {
+        periods: AtomicU64::new(0),
+        signalled: AtomicBool::new(false),
+        last_cpu_ns: AtomicU64::new(0),
+        unsampled_cpu_ns: AtomicU64::new(0),
+        stack_low: AtomicU64::new(0),
+        stack_high: AtomicU64::new(0),
+        seen_sp: AtomicU64::new(0),
+        pending_ticks: AtomicU32::new(0),
+    };
+}
+
+/// A new thread: its CPU time so far is not sampled; its stack is known when it registers itself.
+pub(super) fn registered(state: &PerThread, tid: u32, own_thread: bool) {
+    state.last_cpu_ns.store(thread_cpu_ns(tid).unwrap_or(0), Relaxed);
+    if own_thread {
+        registered_from_own_thread(state);
+    }
+}
+
+/// The thread registered itself (again): its stack's limits are taken now.
+pub(super) fn registered_from_own_thread(state: &PerThread) {
+    if let Some((low, high)) = handler::own_stack() {
+        set_stack(state, low, high);
+    }
+}
+
+/// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
+pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+    super::configure(interval, Sampler::Signal);
+    handler::install()?;
+    std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
+        crate::session::last_chance::block_on_this_thread();
+        handler::block_on_this_thread();
+        run_sampler(interval, clock);
+    })?;
+    drain::start(resolver)
+}
+
+/// Publishes a thread's stack limits (low first: the handler checks `sp < high`, and a high of
+/// 0 means unknown).
+fn set_stack(state: &PerThread, low: usize, high: usize) {
+    state.stack_high.store(0, Release);
+    state.stack_low.store(low as u64, Release);
+    state.stack_high.store(high as u64, Release);
+}
+
+/// The calling thread finished a catch block. The exception may have started as a fault (a null
+/// dereference) whose runtime handler did not return but resumed the program at the catch (see
+/// `handler`): the signal mask it ran with — the sampling signal blocked — is still the thread's.
+/// Unblock the sampling signal again; the fault handler's frames are dead by now.
+pub fn fault_handled_on_this_thread() {
+    handler::unblock_on_this_thread();
+}
+
+/// How long a running thread may keep our signal pending (blocked: a runtime's fault handler
+/// handling a first exception can take tens of milliseconds) before its periods stop accumulating
+/// for its next sample and count as lost.
+const PENDING_LIMIT: Duration = Duration::from_millis(200);
+
+/// How often (in ticks) the sampler checks the fault wrappers and looks up unknown stacks.
+const CHECK_EVERY: u64 = 16;
+
+/// The sampler thread: every interval, decides which threads to sample and signals them.
+fn run_sampler(interval: Duration, clock: Clock) {
+    let interval_ns = (interval.as_nanos() as u64).max(1);
+    let start = std::time::Instant::now();
+    let mut tick: u64 = 0;
+    let mut last_wall_ns = 0u64;
+    let mut stopped = false;
+    let pending_limit = (PENDING_LIMIT.as_nanos() as u64 / interval_ns).clamp(1, u64::from(u32::MAX)) as u32;
+    // Per slot (slots are never reused): the thread's stat file, and what the last look saw.
+    let mut stats: Vec<Option<handler::ThreadStat>> = Vec::new();
+    let mut was_running: Vec<bool> = Vec::new();
+    loop {
+        tick += 1;
+        // Absolute deadlines: the rate does not drift with the loop's own cost.
+        let deadline = start + interval * tick as u32;
+        if let Some(wait) = deadline.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        } else {
+            // Starved (a busy machine): skip the missed ticks; wall weights use elapsed time.
+            tick = (start.elapsed().as_nanos() as u64 / interval_ns).max(tick);
+        }
+        let now_ns = start.elapsed().as_nanos() as u64;
+        let wall_periods = ((now_ns - last_wall_ns) / interval_ns).max(1);
+        last_wall_ns = now_ns;
+        if !stopped {
+            stopped = check_handler(tick.is_multiple_of(CHECK_EVERY));
+        }
+        if tick.is_multiple_of(CHECK_EVERY) {
+            find_unknown_stacks();
+        }
+        let used = slots::used();
+        stats.resize_with(used.len(), || None);
+        was_running.resize(used.len(), false);
+        for (index, slot) in used.iter().enumerate() {
+            let state = &slot.signal;
+            if !slot.active.load(Acquire) {
+                stats[index] = None;
+                continue;
+            }
+            let tid = slot.tid.load(Relaxed);
+            let Some(cpu) = handler::thread_cpu_ns(tid) else {
+                slot.active.store(false, Release); // the thread is gone
+                stats[index] = None;
+                continue;
+            };
+            let ran = cpu.saturating_sub(state.last_cpu_ns.swap(cpu, Relaxed));
+            let periods = match clock {
+                Clock::Wall => wall_periods,
+                Clock::Cpu => {
+                    let pending = state.unsampled_cpu_ns.load(Relaxed) + ran;
+                    state.unsampled_cpu_ns.store(pending % interval_ns, Relaxed);
+                    pending / interval_ns
+                }
+            };
+            if periods == 0 {
+                continue;
+            }
+            if stopped {
+                COUNTERS.signal_taken.fetch_add(periods, Relaxed);
+                continue;
+            }
+            if !running(tid, ran, &mut stats[index], &mut was_running[index]) {
+                // Blocked: a signal would interrupt its system call. Its stack is the one it had
+                // when it last ran: charged there (`drain`).
+                slot.idle_periods.fetch_add(periods, AcqRel);
+                continue;
+            }
+            if state.signalled.load(Acquire) {
+                // Running with our signal still pending: blocked by the thread (or a fault handler
+                // of the runtime). The periods wait for the sample, for a while.
+                if state.pending_ticks.fetch_add(1, Relaxed) >= pending_limit {
+                    COUNTERS.signal_blocked.fetch_add(periods, Relaxed);
+                } else {
+                    state.periods.fetch_add(periods, AcqRel);
+                    COUNTERS.deferred.fetch_add(1, Relaxed);
+                }
+                continue;
+            }
+            state.pending_ticks.store(0, Relaxed);
+            state.periods.fetch_add(periods, AcqRel);
+            state.signalled.store(true, Release);
+            if !handler::signal(tid, index) {
+                state.signalled.store(false, Release);
+                slot.active.store(false, Release);
+            }
+        }
+    }
+}
+
+/// True when thread `tid` is to be signalled now: the kernel says it is running or runnable (`R`
+/// in `/proc/self/task/TID/stat`, read through a file kept open per thread: `stat`), and it was
+/// running at the previous look too (`was_running`) or its CPU time moved since (`ran` > 0).
+/// A thread that runs only briefly between two blocking calls (a loop of `poll`s) is rarely seen
+/// running, and a thread seen blocked is never signalled: a signal there would make the call
+/// fail with `EINTR`. (The CPU-time clock alone cannot tell: the kernel updates another thread's
+/// CPU time only at its scheduler tick or a context switch.) A thread caught runnable inside a
+/// system call on its way to block can still be interrupted: that race is what is left.
+fn running(tid: u32, ran: u64, stat: &mut Option<handler::ThreadStat>, was_running: &mut bool) -> bool {
+    if stat.is_none() {
+        *stat = handler::ThreadStat::open(tid);
+    }
+    let now = stat.as_ref().and_then(handler::ThreadStat::state) == Some(b'R');
+    let before = std::mem::replace(was_running, now);
+    now && (before || ran > 0)
+}
+
+/// Reacts to what [`handler::check`] finds; true when sampling must stop.
+fn check_handler(wrappers: bool) -> bool {
+    match handler::check(wrappers) {
+        handler::Health::Installed => false,
+        handler::Health::MovedOffAlternateStack => {
+            crate::log::log!("a fault handler was replaced: the sampling handler now runs on the thread's stack");
+            false
+        }
+        handler::Health::SignalTaken => {
+            let signal = handler::signal_number().unwrap_or(0);
+            let message = format!(
+                "the program installed its own handler for the sampling signal ({signal}): sampling stopped, \
+                 the profile covers the run until then"
+            );
+            crate::log::log!("{message}");
+            super::notice(message);
+            true
+        }
+    }
+}
+
+/// Gives a stack's limits to threads registered from elsewhere, from the stack pointer their
+/// first samples saw (see [`maps`]).
+fn find_unknown_stacks() {
+    for slot in slots::used() {
+        let state = &slot.signal;
+        if state.stack_high.load(Acquire) != 0 {
+            continue;
+        }
+        let sp = state.seen_sp.swap(0, Relaxed) as usize;
+        if sp == 0 {
+            continue;
+        }
+        if let Some((low, high)) = maps::stack_containing(sp) {
+            set_stack(state, low, high);
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! What both backends share: one profiling session per process, from the configuration to the
+//! final snapshot.
+//!
+//! A backend's start-up is one call to [`start`] with the runtime's name and version and a
+//! closure that sets the runtime up for the configured mode; everything around it is here:
+//! reading the configuration, the log, the handshake (`Hello`, built once, here), the IPC thread,
+//! reporting a failed start to the controller, the last-chance snapshots ([`last_chance`]), the
+//! final snapshot, the thread bookkeeping both runtimes report, and the one panic policy: a panic
+//! in any agent code the runtime calls switches profiling off ([`disable`]) — the profile is
+//! lost, the program is not. The CoreCLR and Mono wrappers (`sonde-clr`, `sonde-mono`) catch
+//! panics at their boundary and call the backend's `disable`, which is this one; the hooks' slow
+//! paths run behind [`guarded`].
+
+pub mod last_chance;
+
+use crate::ipc::link::{self, Link, LinkError, SnapshotFacts};
+use crate::log::log;
+use crate::sampled_timing;
+use crate::sampling;
+use crate::tree::{clock, threads};
+use sonde_profile::{Mode, Runtime};
+use sonde_protocol::{AgentConfig, Hello, PROTOCOL_VERSION};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// The session of this process, once [`start`] succeeded.
+pub struct Session {
+    pub config: AgentConfig,
+    link: Link,
+    facts: SnapshotFacts,
+    shut_down: AtomicBool,
+}
+
+static SESSION: OnceLock<Session> = OnceLock::new();
+/// Set by the first [`start`] (a second one is refused: one session per process).
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// Cleared by the first panic, or a failed start: the agent then does nothing more.
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Why a session did not start. Logged (when there is a log) and, once the controller is
+/// connected, sent to it: it prints it as the reason the process was not profiled.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("bad configuration: {0}")]
+    Config(String),
+    #[error("{} is not set: nothing to report to; staying inactive", sonde_protocol::config::ENV_SOCKET)]
+    NoController,
+    #[error("already loaded (--profile=sonde given twice?); ignoring this one")]
+    AlreadyStarted,
+    #[error(transparent)]
+    Link(#[from] LinkError),
+    /// The runtime refused a step of the set-up (`what`: the call or the step).
+    #[error("{what} failed: {detail}")]
+    Runtime { what: &'static str, detail: String },
+}
+
+impl StartError {
+    pub fn runtime(what: &'static str, detail: impl std::fmt::Display) -> StartError {
+        StartError::Runtime { what, detail: detail.to_string() }
+    }
+}
+
+/// Which runtime is being profiled, for the handshake and the log.
+pub struct RuntimeId<'a> {
+    /// `coreclr` or `mono` (the profile's `runtime.kind`).
+    pub kind: &'static str,
+    /// How the runtime loaded the agent, for the log.
+    pub loaded_by: &'a str,
+}
+
+/// Starts the session: configuration, log, handshake, then `set_up` (the backend's own start for
+/// the configured mode, returning what snapshots need to know), then the IPC thread. `version` is
+/// asked for once the configuration says there is a controller to tell.
+pub fn start(
+    runtime: RuntimeId<'_>,
+    version: impl FnOnce() -> String,
+    set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
+) -> Result<&'static Session, StartError> {
+    let started = try_start(runtime, version, set_up);
+    if let Err(e) = &started {
+        ENABLED.store(false, Relaxed);
+        log!("{e}");
+    }
+    started
+}
+
+fn try_start(
+    runtime: RuntimeId<'_>,
+    version: impl FnOnce() -> String,
+    set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
+) -> Result<&'static Session, StartError> {
+    clock::start();
+    // No log file yet when the configuration is unreadable: the controller then reports that no
+    // agent connected.
+    let config = AgentConfig::from_env(|k| std::env::var(k).ok()).map_err(|e| StartError::Config(e.to_string()))?;
+    if let Some(path) = &config.log {
+        crate::log::open(path);
+    }
+    log!("loaded by {}; config {config:?}", runtime.loaded_by);
+    if STARTED.swap(true, Relaxed) {
+        return Err(StartError::AlreadyStarted);
+    }
+    let socket = config.socket.clone().ok_or(StartError::NoController)?;
+    let hello = Hello {
+        protocol: PROTOCOL_VERSION,
+        agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        runtime: Runtime { kind: runtime.kind.into(), version: version() },
+        mode: config.mode,
+        timing: config.timing,
+        clock: (config.mode == Mode::Sampling).then_some(config.clock),
+        command_line: link::process_command_line(),
+        started_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+    };
+    let link = Link::connect(&socket, hello)?;
+    let facts = match set_up(&config) {
+        Ok(facts) => facts,
+        Err(e) => {
+            link.send_error(e.to_string());
+            return Err(e);
+        }
+    };
+    let session = SESSION.get_or_init(|| Session { config, link, facts, shut_down: AtomicBool::new(false) });
+    sampling::on_notice(send_error);
+    if let Err(e) = session.link.serve(facts) {
+        log!("cannot start the IPC thread: {e}");
+    }
+    log!("profiling");
+    Ok(session)
+}
+
+/// The session, once started (and until profiling was switched off).
+#[inline]
+pub fn get() -> Option<&'static Session> {
+    if !enabled() {
+        return None;
+    }
+    SESSION.get()
+}
+
+/// False once profiling was switched off (a panic, a failed start).
+#[inline(always)]
+pub fn enabled() -> bool {
+    ENABLED.load(Relaxed)
+}
+
+/// The configured mode, once started.
+pub fn mode() -> Option<Mode> {
+    get().map(|s| s.config.mode)
+}
+
+/// Runs `f` unless profiling was switched off; a panic is caught (it must never unwind into the
+/// runtime) and switches profiling off.
+#[inline(always)]
+pub fn guarded<R>(default: R, f: impl FnOnce() -> R) -> R {
+    if !enabled() {
+        return default;
+    }
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            disable();
+            default
+        }
+    }
+}
+
+/// Switches profiling off after a panic: the one policy for every backend.
+#[cold]
+pub fn disable() {
+    if !ENABLED.swap(false, Relaxed) {
+        return;
+    }
+    log!("a callback panicked; profiling stops here");
+    if let Some(session) = SESSION.get() {
+        session.link.send_error("the agent hit an internal error and stopped profiling".into());
+    }
+}
+
+/// Tells the controller something went wrong (it prints the message).
+pub fn send_error(message: String) {
+    if let Some(session) = SESSION.get() {
+        session.link.send_error(message);
+    }
+}
+
+/// A snapshot now, not the last one (the last-chance handlers, exceptions).
+pub fn snapshot_now() {
+    if let Some(session) = get() {
+        session.link.send_snapshot(session.facts, false);
+    }
+}
+
+/// Installs the last-chance snapshot handlers (see [`last_chance`]); `sigterm` too where the
+/// runtime leaves SIGTERM at its default action.
+pub fn install_last_chance(sigterm: bool) {
+    if let Err(e) = last_chance::install(sigterm, snapshot_now) {
+        log!("cannot install the last-chance snapshot handlers: {e}");
+    }
+}
+
+/// An exception was thrown: it may be about to end the process (see
+/// [`last_chance::exception_thrown`]).
+pub fn exception_thrown() {
+    if get().is_some() {
+        last_chance::exception_thrown(snapshot_now);
+    }
+}
+
+/// The final snapshot, sent once, by the first of the runtime's end-of-run events (`why`) that
+/// arrives.
+pub fn final_snapshot(why: &str) {
+    let Some(session) = get() else { return };
+    if link::forked_child() {
+        return; // the parent's session (see `link`); not even the log, whose lock may be held
+    }
+    if session.shut_down.swap(true, Relaxed) {
+        return;
+    }
+    sampled_timing::stop();
+    if session.facts.sampling {
+        // What the final snapshot is about to report. A sample standing for several intervals
+        // counted the extra ones as deferred.
+        sampling::drain();
+        let (taken, losses) = sampling::totals();
+        log!("samples: {taken} taken in {} stacks; {losses:?}", taken.saturating_sub(losses.deferred));
+    }
+    let sent = session.link.send_snapshot(session.facts, true);
+    log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
+}
+
+/// Sends the final snapshot at `exit(3)` too: a runtime may end the process without a shutdown
+/// event (Mono, after printing an unhandled exception).
+pub fn final_snapshot_at_exit() {
+    extern "C" fn at_exit() {
+        guarded((), || final_snapshot("exit"));
+    }
+    // SAFETY: registers a function of this library (which the runtime never unloads) to run at exit.
+    if unsafe { libc::atexit(at_exit) } != 0 {
+        log!("cannot register the exit handler");
+    }
+}
+
+/// What each mode needs to know about a thread the runtime reports started, on any thread.
+pub fn thread_started(os_tid: u32) {
+    if os_tid == 0 || mode() != Some(Mode::Sampling) {
+        return;
+    }
+    threads::state_for(os_tid);
+    sampling::register(os_tid);
+}
+
+/// A thread the runtime reports ended: sampling stops, its tree is closed (and kept).
+pub fn thread_ended(os_tid: u32) {
+    if mode() == Some(Mode::Sampling) {
+        sampling::unregister(os_tid);
+    }
+    let state = threads::registry().by_tid.get(&os_tid).copied();
+    if let Some(state) = state {
+        state.end();
+    }
+}
+
+/// A managed thread's name.
+pub fn thread_named(os_tid: u32, name: String) {
+    threads::registry().names.insert(os_tid, name);
+}
+
+/// The facts of a tracing session: the hooks' cost is measured (and sent with each snapshot) for
+/// exact timing with real hooks; `--timing sampled` charges time by interval.
+pub fn tracing_facts(config: &AgentConfig, floor: bool) -> SnapshotFacts {
+    let timed = config.timing == sonde_profile::Timing::Exact;
+    SnapshotFacts {
+        sample_interval_ns: if timed { 0 } else { interval(config).as_nanos() as u64 },
+        exact_timing: timed && !floor,
+        sampling: false,
+    }
+}
+
+/// The facts of a sampling session.
+pub fn sampling_facts(config: &AgentConfig) -> SnapshotFacts {
+    SnapshotFacts { sample_interval_ns: interval(config).as_nanos() as u64, exact_timing: false, sampling: true }
+}
+
+/// The sampling interval (`--rate`), or `--timing sampled`'s.
+pub fn interval(config: &AgentConfig) -> std::time::Duration {
+    std::time::Duration::from_micros(config.interval_us.max(1))
+}
+
+/// The `--clock` of sampling mode, as the sampler spells it.
+pub fn sampling_clock(config: &AgentConfig) -> sampling::Clock {
+    match config.clock {
+        sonde_profile::SampleClock::Cpu => sampling::Clock::Cpu,
+        sonde_profile::SampleClock::Wall => sampling::Clock::Wall,
+    }
+}
+
+/// Starts `--timing sampled`'s interval thread when the configuration asks for it.
+pub fn start_sampled_timing(config: &AgentConfig) -> Result<(), StartError> {
+    if config.timing == sonde_profile::Timing::Exact {
+        return Ok(());
+    }
+    sampled_timing::start(interval(config)).map_err(|e| StartError::runtime("starting the sampler thread", e))
+}

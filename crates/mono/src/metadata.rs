@@ -1,0 +1,201 @@
+//! Naming Mono methods the way the CoreCLR backend names them, from the same ECMA-335 metadata.
+//!
+//! CoreCLR's names come from `IMetaDataImport` (`sonde-clr`'s `metadata.rs`): the TypeDef's
+//! `Namespace.Name`, enclosing types joined with `+`, then `.Method`; the signature is the
+//! MethodDef's signature blob decoded by `sonde_metadata::signature`. Mono's public metadata API
+//! reads the very same tables and heaps, so this module reads the same rows and feeds the same
+//! blobs to the same decoder: names and signatures come out byte for byte as on CoreCLR
+//! (`Acme.Node`1..ctor`, `(!!0) -> !!0`), instead of Mono's own display forms
+//! (`Acme.Node<T>:.ctor`, `System.Int32`).
+//!
+//! Only methods with a MethodDef token are named by [`Method::describe`]: Mono's wrappers
+//! (runtime-invoke, managed-to-native, delegate-invoke…) and dynamic methods have no metadata row
+//! ([`Method::describe_wrapper`] names those by Mono's display name, for sampling).
+//!
+//! Everything here runs in a callback on a thread that is compiling a method: attached to the
+//! runtime, which is what Mono's API requires (a [`Method`] exists only there).
+
+use crate::{Method, api, c_string};
+use sonde_metadata::token::{KIND_MASK, METHOD_DEF, ROW_MASK, TYPE_DEF, TYPE_REF, TYPE_SPEC};
+use sonde_metadata::{
+    MAX_NESTING, MethodNames, TypeNames, UNREADABLE_SIGNATURE, module_file_name, nested, qualified, signature,
+};
+use sonde_mono_sys::*;
+use std::ffi::{c_char, c_int};
+
+/// One image's metadata.
+struct Metadata<'a> {
+    api: &'a MonoApi,
+    image: *mut MonoImage,
+}
+
+impl Method<'_> {
+    /// Names the method, or `None` when it has no metadata of its own (wrappers, dynamic methods).
+    pub fn describe(&self) -> Option<MethodNames> {
+        let api = api()?;
+        let method = self.ptr.as_ptr();
+        // SAFETY: (all four) getters on the live method (see `Method`), and on its class; they
+        // only read the runtime's structures.
+        let (token, class) = unsafe { ((api.mono_method_get_token)(method), (api.mono_method_get_class)(method)) };
+        if token & KIND_MASK != METHOD_DEF || class.is_null() {
+            return None;
+        }
+        // SAFETY: as above. A generic instance (`Node<int>`) shares its definition's image and
+        // TypeDef token.
+        let (image, class_token) =
+            unsafe { ((api.mono_class_get_image)(class), (api.mono_class_get_type_token)(class)) };
+        if image.is_null() || class_token & KIND_MASK != TYPE_DEF {
+            return None;
+        }
+        let md = Metadata { api, image };
+        let row = md.row::<MONO_METHOD_SIZE>(MONO_TABLE_METHOD, token)?;
+        let method_name = md.string(row[MONO_METHOD_NAME])?;
+        let name = format!("{}.{method_name}", md.type_def_name(class_token)?);
+        let signature = md
+            .blob(row[MONO_METHOD_SIGNATURE])
+            .and_then(|blob| signature::method_signature(blob, &md))
+            .unwrap_or_else(|| UNREADABLE_SIGNATURE.into());
+        let (assembly, module) = md.assembly_and_module();
+        Some(MethodNames { name, signature, assembly, module })
+    }
+
+    /// Names code that has no metadata of its own (Mono's wrappers, dynamic methods), for sampling
+    /// mode, where such frames are on real stacks: Mono's own display name (`(wrapper
+    /// managed-to-native) System.Threading.Thread:SleepInternal (int)`), no signature, and the
+    /// assembly of the class it hangs off.
+    pub fn describe_wrapper(&self) -> Option<MethodNames> {
+        let api = api()?;
+        let method = self.ptr.as_ptr();
+        // SAFETY: the live method; the string is Mono's, freed once below.
+        let full = unsafe { (api.mono_method_full_name)(method, 1) };
+        if full.is_null() {
+            return None;
+        }
+        // SAFETY: a NUL-terminated string owned by us until freed.
+        let name = unsafe { c_string(full) };
+        // SAFETY: allocated by Mono for the caller, freed once.
+        unsafe { (api.mono_free)(full.cast()) };
+        // SAFETY: a getter on the live method.
+        let class = unsafe { (api.mono_method_get_class)(method) };
+        // SAFETY: a getter on its live class.
+        let image = if class.is_null() { std::ptr::null_mut() } else { unsafe { (api.mono_class_get_image)(class) } };
+        let (assembly, module) = if image.is_null() {
+            (String::new(), String::new())
+        } else {
+            Metadata { api, image }.assembly_and_module()
+        };
+        Some(MethodNames { name, signature: String::new(), assembly, module })
+    }
+}
+
+impl Metadata<'_> {
+    /// The image's assembly name and module file name.
+    fn assembly_and_module(&self) -> (String, String) {
+        // SAFETY: image getters on a live image; the strings belong to the image.
+        let (assembly, path) = unsafe {
+            (
+                c_string((self.api.mono_image_get_name)(self.image)),
+                c_string((self.api.mono_image_get_filename)(self.image)),
+            )
+        };
+        (assembly, module_file_name(&path))
+    }
+
+    /// The columns of row `token` of `table`, or `None` when the token is not a row of it (the
+    /// runtime asserts on out-of-range rows, so they are checked here first).
+    fn row<const N: usize>(&self, table: c_int, token: u32) -> Option<[u32; N]> {
+        let index = token & ROW_MASK;
+        // SAFETY: the image is live (see `describe`); table ids are the header's constants.
+        let info = unsafe { (self.api.mono_image_get_table_info)(self.image, table) };
+        if info.is_null() || index == 0 {
+            return None;
+        }
+        // SAFETY: `info` is the image's table descriptor.
+        let rows = unsafe { (self.api.mono_table_info_get_rows)(info) };
+        if index > u32::try_from(rows).ok()? {
+            return None;
+        }
+        let mut columns = [0u32; N];
+        // SAFETY: a row index in range (0-based), and room for the table's N columns.
+        unsafe { (self.api.mono_metadata_decode_row)(info, index as c_int - 1, columns.as_mut_ptr(), N as c_int) };
+        Some(columns)
+    }
+
+    /// A string from the `#Strings` heap.
+    fn string(&self, index: u32) -> Option<String> {
+        // SAFETY: an index read from the image's own tables; the heap lives as long as the image.
+        let s = unsafe { (self.api.mono_metadata_string_heap)(self.image, index) };
+        // SAFETY: heap strings are NUL-terminated.
+        (!s.is_null()).then(|| unsafe { c_string(s) })
+    }
+
+    /// A blob from the `#Blob` heap, without its length prefix.
+    fn blob(&self, index: u32) -> Option<&[u8]> {
+        // SAFETY: as for strings.
+        let start = unsafe { (self.api.mono_metadata_blob_heap)(self.image, index) };
+        if start.is_null() {
+            return None;
+        }
+        let mut data: *const c_char = std::ptr::null();
+        // SAFETY: `start` points at a blob's compressed length; the call reads it and sets `data`
+        // to the first byte after it.
+        let len = unsafe { (self.api.mono_metadata_decode_blob_size)(start, &mut data) };
+        if data.is_null() {
+            return None;
+        }
+        // SAFETY: the blob's `len` bytes follow its length prefix inside the image's heap, which
+        // outlives this borrow (images of running code are not unloaded).
+        Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len as usize) })
+    }
+
+    fn qualified(&self, namespace: u32, name: u32) -> Option<String> {
+        Some(qualified(&self.string(namespace)?, &self.string(name)?))
+    }
+
+    /// `Namespace.Outer+Inner` for a TypeDef token.
+    fn type_def_name(&self, mut token: u32) -> Option<String> {
+        let mut parts = Vec::new();
+        for _ in 0..MAX_NESTING {
+            let row = self.row::<MONO_TYPEDEF_SIZE>(MONO_TABLE_TYPEDEF, token)?;
+            parts.push(self.qualified(row[MONO_TYPEDEF_NAMESPACE], row[MONO_TYPEDEF_NAME])?);
+            // SAFETY: a TypeDef token of this image; the lookup returns 0 when it is not nested.
+            let enclosing = unsafe { (self.api.mono_metadata_nested_in_typedef)(self.image, token) };
+            if enclosing & ROW_MASK == 0 {
+                break;
+            }
+            token = enclosing;
+        }
+        Some(nested(parts))
+    }
+
+    /// `Namespace.Outer+Inner` for a TypeRef token (a TypeRef scoped by a TypeRef is nested).
+    fn type_ref_name(&self, mut token: u32) -> Option<String> {
+        let mut parts = Vec::new();
+        for _ in 0..MAX_NESTING {
+            let row = self.row::<MONO_TYPEREF_SIZE>(MONO_TABLE_TYPEREF, token)?;
+            parts.push(self.qualified(row[MONO_TYPEREF_NAMESPACE], row[MONO_TYPEREF_NAME])?);
+            let scope = row[MONO_TYPEREF_SCOPE];
+            if scope & ((1 << MONO_RESOLUTION_SCOPE_BITS) - 1) != MONO_RESOLUTION_SCOPE_TYPEREF {
+                break;
+            }
+            token = TYPE_REF | (scope >> MONO_RESOLUTION_SCOPE_BITS);
+        }
+        Some(nested(parts))
+    }
+
+    fn type_spec_name(&self, token: u32) -> Option<String> {
+        let row = self.row::<MONO_TYPESPEC_SIZE>(MONO_TABLE_TYPESPEC, token)?;
+        signature::type_signature(self.blob(row[MONO_TYPESPEC_SIGNATURE])?, self)
+    }
+}
+
+impl TypeNames for Metadata<'_> {
+    fn type_name(&self, token: u32) -> Option<String> {
+        match token & KIND_MASK {
+            TYPE_DEF => self.type_def_name(token),
+            TYPE_REF => self.type_ref_name(token),
+            TYPE_SPEC => self.type_spec_name(token),
+            _ => None,
+        }
+    }
+}

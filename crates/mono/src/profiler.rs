@@ -1,0 +1,255 @@
+//! Callback registration: one `extern "C"` trampoline per callback and implementing type, turning
+//! Mono's raw arguments into safe ones.
+
+use crate::{Error, Method, MethodKey, Sample, api};
+use sonde_mono_sys::*;
+use std::ffi::{CStr, c_char, c_void};
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{NonNull, null_mut};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// The runtime's cold events, on the thread that raises them (attached to the runtime). Every
+/// method defaults to doing nothing; each runs behind a guard (see the crate's docs).
+pub trait Events: 'static {
+    fn runtime_initialized() {}
+    /// The runtime starts shutting down (`Main` returned, or `Environment.Exit`).
+    fn runtime_shutdown_begin() {}
+    fn runtime_shutdown_end() {}
+    /// On the new thread itself; `thread` is Mono's id for it, its `pthread_t`.
+    fn thread_started(_thread: usize) {}
+    fn thread_stopped(_thread: usize) {}
+    /// A thread was named (possibly before it started).
+    fn thread_name(_thread: usize, _name: &CStr) {}
+    fn exception_throw() {}
+    /// Per method Mono is about to compile: true to get the [`CallHooks`] on its calls (enter,
+    /// leave, tail call, exceptional leave; no call contexts, which cost a copy of the frame).
+    fn instrument(_method: Method<'_>) -> bool {
+        false
+    }
+    /// A method was compiled (or loaded precompiled); `code_start` is 0 when Mono gave no code.
+    fn jit_done(_method: Method<'_>, _code_start: usize) {}
+    /// A callback panicked: the cold callbacks are switched off from now on.
+    fn disable() {}
+}
+
+/// Enter and leave of the methods [`Events::instrument`] selected: the hot path, unguarded.
+pub trait CallHooks: 'static {
+    fn enter(method: MethodKey);
+    fn leave(method: MethodKey);
+    /// A tail call ends the caller's frame (the target then enters as the caller's sibling).
+    fn tail_call(method: MethodKey) {
+        Self::leave(method)
+    }
+    /// An exception unwinds the frame (Mono reports each unwound frame).
+    fn exception_leave(method: MethodKey) {
+        Self::leave(method)
+    }
+}
+
+/// A sample from Mono's sampler, in its signal handler on the sampled thread: async-signal-safe
+/// code only, unguarded.
+pub trait SampleHit: 'static {
+    fn sample_hit(sample: &Sample<'_>);
+}
+
+/// A profiler handle: where callbacks are registered, in the init function.
+pub struct Profiler {
+    api: &'static MonoApi,
+    handle: MonoProfilerHandle,
+}
+
+impl Profiler {
+    pub(crate) fn new(api: &'static MonoApi, handle: MonoProfilerHandle) -> Profiler {
+        Profiler { api, handle }
+    }
+
+    /// Registers `E`'s runtime, thread and exception events.
+    pub fn set_events<E: Events>(&self) {
+        // SAFETY: (all) Mono's registration functions on our live handle, with trampolines whose
+        // signatures are the header's callback types.
+        unsafe {
+            (self.api.mono_profiler_set_runtime_initialized_callback)(self.handle, Some(runtime_initialized::<E>));
+            (self.api.mono_profiler_set_runtime_shutdown_begin_callback)(self.handle, Some(shutdown_begin::<E>));
+            (self.api.mono_profiler_set_runtime_shutdown_end_callback)(self.handle, Some(shutdown_end::<E>));
+            (self.api.mono_profiler_set_thread_started_callback)(self.handle, Some(thread_started::<E>));
+            (self.api.mono_profiler_set_thread_stopped_callback)(self.handle, Some(thread_stopped::<E>));
+            (self.api.mono_profiler_set_thread_name_callback)(self.handle, Some(thread_name::<E>));
+            (self.api.mono_profiler_set_exception_throw_callback)(self.handle, Some(exception_throw::<E>));
+        }
+    }
+
+    /// Call instrumentation: `E::instrument` chooses the methods, `H` gets their calls.
+    pub fn set_call_instrumentation<E: Events, H: CallHooks>(&self) {
+        // SAFETY: as in `set_events`.
+        unsafe {
+            (self.api.mono_profiler_set_call_instrumentation_filter_callback)(self.handle, Some(filter::<E>));
+            (self.api.mono_profiler_set_method_enter_callback)(self.handle, Some(enter::<H>));
+            (self.api.mono_profiler_set_method_leave_callback)(self.handle, Some(leave::<H>));
+            (self.api.mono_profiler_set_method_tail_call_callback)(self.handle, Some(tail_call::<H>));
+            (self.api.mono_profiler_set_method_exception_leave_callback)(self.handle, Some(exception_leave::<H>));
+        }
+    }
+
+    /// Mono's sampler at `freq` Hz on the monotonic clock (`MONO_PROFILER_SAMPLE_MODE_REAL`):
+    /// `S` gets the samples, `E::jit_done` the compiled methods (to name what samples show).
+    /// Must run in the init function.
+    pub fn enable_sampling<E: Events, S: SampleHit>(&self, freq: u32) -> Result<(), Error> {
+        // SAFETY: as in `set_events`; `enable_sampling` from the init function, as it requires.
+        unsafe {
+            (self.api.mono_profiler_set_jit_done_callback)(self.handle, Some(jit_done::<E>));
+            (self.api.mono_profiler_set_sample_hit_callback)(self.handle, Some(sample_hit::<S>));
+            if (self.api.mono_profiler_enable_sampling)(self.handle) == 0 {
+                return Err(Error::SamplingRefused);
+            }
+            if (self.api.mono_profiler_set_sample_mode)(self.handle, MONO_PROFILER_SAMPLE_MODE_REAL, freq) == 0 {
+                return Err(Error::SamplingTaken);
+            }
+        }
+        Ok(())
+    }
+}
+
+// --- Cold trampolines: guarded. ----------------------------------------------------------------
+
+/// Cleared by the first panic in a cold callback.
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+fn guard<E: Events, R>(default: R, f: impl FnOnce() -> R) -> R {
+    if DISABLED.load(Relaxed) {
+        return default;
+    }
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            DISABLED.store(true, Relaxed);
+            let _ = catch_unwind(E::disable);
+            default
+        }
+    }
+}
+
+unsafe extern "C" fn runtime_initialized<E: Events>(_prof: *mut MonoProfiler) {
+    guard::<E, _>((), E::runtime_initialized);
+}
+
+unsafe extern "C" fn shutdown_begin<E: Events>(_prof: *mut MonoProfiler) {
+    guard::<E, _>((), E::runtime_shutdown_begin);
+}
+
+unsafe extern "C" fn shutdown_end<E: Events>(_prof: *mut MonoProfiler) {
+    guard::<E, _>((), E::runtime_shutdown_end);
+}
+
+unsafe extern "C" fn thread_started<E: Events>(_prof: *mut MonoProfiler, tid: usize) {
+    guard::<E, _>((), || E::thread_started(tid));
+}
+
+unsafe extern "C" fn thread_stopped<E: Events>(_prof: *mut MonoProfiler, tid: usize) {
+    guard::<E, _>((), || E::thread_stopped(tid));
+}
+
+unsafe extern "C" fn thread_name<E: Events>(_prof: *mut MonoProfiler, tid: usize, name: *const c_char) {
+    if name.is_null() {
+        return;
+    }
+    // SAFETY: Mono passes a NUL-terminated name, valid during the callback.
+    let name = unsafe { CStr::from_ptr(name) };
+    guard::<E, _>((), || E::thread_name(tid, name));
+}
+
+unsafe extern "C" fn exception_throw<E: Events>(_prof: *mut MonoProfiler, _exception: *mut MonoObject) {
+    guard::<E, _>((), E::exception_throw);
+}
+
+unsafe extern "C" fn filter<E: Events>(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+) -> MonoProfilerCallInstrumentationFlags {
+    const TRACED: MonoProfilerCallInstrumentationFlags = MONO_PROFILER_CALL_INSTRUMENTATION_ENTER
+        | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE
+        | MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL
+        | MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE;
+    // SAFETY: Mono passed `method` to this filter, which runs on the compiling (attached) thread
+    // until it returns; the `Method` does not escape the closure.
+    let Some(method) = (unsafe { Method::new(method) }) else { return MONO_PROFILER_CALL_INSTRUMENTATION_NONE };
+    let traced = guard::<E, _>(false, || E::instrument(method));
+    if traced { TRACED } else { MONO_PROFILER_CALL_INSTRUMENTATION_NONE }
+}
+
+unsafe extern "C" fn jit_done<E: Events>(_prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo) {
+    // SAFETY: as for the filter: the compiling thread, during the callback.
+    let Some(method) = (unsafe { Method::new(method) }) else { return };
+    let code_start = match api() {
+        // SAFETY: the jit info Mono passed to this callback, which is still running.
+        Some(api) if !jinfo.is_null() => unsafe { (api.mono_jit_info_get_code_start)(jinfo) as usize },
+        _ => 0,
+    };
+    guard::<E, _>((), || E::jit_done(method, code_start));
+}
+
+// --- Hot trampolines: no guard (see `CallHooks`). ------------------------------------------------
+
+unsafe extern "C" fn enter<H: CallHooks>(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    _ctx: *mut MonoProfilerCallContext,
+) {
+    H::enter(MethodKey(method as usize));
+}
+
+unsafe extern "C" fn leave<H: CallHooks>(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    _ctx: *mut MonoProfilerCallContext,
+) {
+    H::leave(MethodKey(method as usize));
+}
+
+unsafe extern "C" fn tail_call<H: CallHooks>(_prof: *mut MonoProfiler, method: *mut MonoMethod, _to: *mut MonoMethod) {
+    H::tail_call(MethodKey(method as usize));
+}
+
+unsafe extern "C" fn exception_leave<H: CallHooks>(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    _exception: *mut MonoObject,
+) {
+    H::exception_leave(MethodKey(method as usize));
+}
+
+unsafe extern "C" fn sample_hit<S: SampleHit>(_prof: *mut MonoProfiler, ip: *const u8, context: *const c_void) {
+    let Some(context) = NonNull::new(context.cast_mut()) else { return };
+    S::sample_hit(&Sample { ip: ip as usize, context, _handler: PhantomData });
+}
+
+/// Calls `H`'s callbacks the way Mono does — through the registered trampolines, by function
+/// pointer — with a stand-in method: for measuring the callbacks' own cost, and for tests.
+pub mod invoke {
+    use super::*;
+
+    pub fn enter<H: CallHooks>(method: MethodKey) {
+        let f = std::hint::black_box(super::enter::<H> as MonoProfilerMethodEnterCallback);
+        // SAFETY: the trampoline ignores the profiler and context pointers and passes the method
+        // pointer on as a key only.
+        unsafe { f(null_mut(), method.0 as *mut MonoMethod, null_mut()) }
+    }
+
+    pub fn leave<H: CallHooks>(method: MethodKey) {
+        let f = std::hint::black_box(super::leave::<H> as MonoProfilerMethodLeaveCallback);
+        // SAFETY: as for `enter`.
+        unsafe { f(null_mut(), method.0 as *mut MonoMethod, null_mut()) }
+    }
+
+    pub fn tail_call<H: CallHooks>(method: MethodKey) {
+        let f = std::hint::black_box(super::tail_call::<H> as MonoProfilerMethodTailCallCallback);
+        // SAFETY: as for `enter`; the target is ignored.
+        unsafe { f(null_mut(), method.0 as *mut MonoMethod, null_mut()) }
+    }
+
+    pub fn exception_leave<H: CallHooks>(method: MethodKey) {
+        let f = std::hint::black_box(super::exception_leave::<H> as MonoProfilerMethodExceptionLeaveCallback);
+        // SAFETY: as for `enter`; the exception is ignored.
+        unsafe { f(null_mut(), method.0 as *mut MonoMethod, null_mut()) }
+    }
+}
