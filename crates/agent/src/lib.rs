@@ -20,12 +20,14 @@
 //! * [`tree`]: call trees, threads, the method table, the clock;
 //! * [`sampling`]: sampling mode (slots and rings, Sonde's signal sampler, the external sampler,
 //!   the drain, native symbols); [`sampled_timing`]: tracing's `--timing sampled`;
-//! * [`calibration`]: the hooks' own cost; `ipc/`: the link to the controller and snapshots.
+//! * [`calibration`]: the hooks' own cost; `ipc/`: the link to the controller and snapshots;
+//! * `signals`: the last-chance snapshot handlers, and the signals agent threads block;
+//!   `process`: this process's command line and whether it owns the session (not a fork).
 //!
 //! `unsafe` lives where the agent meets the machine: this file's entry points, the CoreCLR hook
 //! trampolines (`coreclr/hooks/x86_64.rs`) and `SetEnterLeaveFunctionHooks3`, the TLS slots
 //! (`tree::threads`, `sampling::slots`), the clock, `gettid`/`pthread_self`, the signal handlers
-//! and `process_vm_readv`/`dladdr` (`sampling`, `session::last_chance`, `coreclr::frames`), and
+//! and `process_vm_readv`/`dladdr` (`sampling`, `signals`, `coreclr::frames`), and
 //! `atexit`. The COM plumbing lives in `sonde-clr`, Mono's in `sonde-mono`; the Mono backend has no
 //! `unsafe` of its own.
 
@@ -34,9 +36,11 @@ pub mod coreclr;
 mod ipc;
 mod log;
 mod mono;
+mod process;
 pub mod sampled_timing;
 pub mod sampling;
 pub mod session;
+mod signals;
 pub mod tree;
 
 use sonde_clr::sys::GUID;

@@ -19,7 +19,7 @@ pub fn stop() {
 }
 
 fn run(interval: Duration) {
-    crate::session::last_chance::block_on_this_thread();
+    crate::signals::block_on_this_thread();
     let mut threads: Vec<&'static ThreadState> = Vec::new();
     let mut last = Instant::now();
     while !STOP.load(Relaxed) {

@@ -4,10 +4,8 @@
 //! The agent must never block the program on the controller: the handshake and every write have
 //! timeouts, and if the controller goes away the agent just stops sending.
 //!
-//! The session belongs to the process that opened it. A child the program forks inherits the
-//! socket, the agent's threads' locks in whatever state they were (its threads are not), and the
-//! runtime's exit callbacks: it must stay silent ([`forked_child`]), or two processes would write
-//! one stream.
+//! The session belongs to the process that opened it: a forked child stays silent
+//! (`process::forked_child`), or two processes would write one stream.
 
 use crate::ipc::snapshot::{self, SnapshotContext};
 use crate::tree::methods::methods;
@@ -16,19 +14,8 @@ use std::io::BufReader;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
 use std::time::Duration;
-
-/// The process that opened the session (0: none yet).
-static OWNER: AtomicU32 = AtomicU32::new(0);
-
-/// True in a child forked by the profiled process (a copy of the agent whose session is its
-/// parent's). Async-signal-safe.
-pub fn forked_child() -> bool {
-    let owner = OWNER.load(Relaxed);
-    // SAFETY: getpid(2) has no preconditions (and is async-signal-safe).
-    owner != 0 && owner != unsafe { libc::getpid() } as u32
-}
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -80,7 +67,7 @@ impl Link {
             Err(e) => return Err(LinkError::Handshake(e.to_string())),
         }
         stream.set_read_timeout(None).map_err(LinkError::Timeouts)?;
-        OWNER.store(std::process::id(), Relaxed);
+        crate::process::claim_session();
         Ok(Link { state: Mutex::new(LinkState { stream: Some(stream), methods_sent: 0, seq: 0 }) })
     }
 
@@ -91,7 +78,7 @@ impl Link {
             None => return Ok(()),
         };
         std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
-            crate::session::last_chance::block_on_this_thread();
+            crate::signals::block_on_this_thread();
             let mut reader = BufReader::new(reader);
             while let Ok(ControllerMessage::RequestSnapshot) = read_frame::<ControllerMessage>(&mut reader) {
                 if !self.send_snapshot(facts, false) {
@@ -109,7 +96,7 @@ impl Link {
     /// Sends a snapshot; false once the link is gone.
     pub fn send_snapshot(&self, facts: SnapshotFacts, last: bool) -> bool {
         // Before any lock: a forked child's copy may be held by a thread it does not have.
-        if forked_child() {
+        if crate::process::forked_child() {
             return false;
         }
         let mut state = self.lock();
@@ -151,24 +138,11 @@ impl Link {
     }
 
     pub fn send_error(&self, message: String) {
-        if forked_child() {
+        if crate::process::forked_child() {
             return;
         }
         if let Some(stream) = self.lock().stream.as_mut() {
             let _ = write_frame(stream, &AgentMessage::Error(message));
         }
     }
-}
-
-/// The process's own command line (`/proc/self/cmdline`), for the handshake.
-pub fn process_command_line() -> Vec<String> {
-    std::fs::read("/proc/self/cmdline")
-        .map(|bytes| {
-            bytes
-                .split(|&b| b == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }

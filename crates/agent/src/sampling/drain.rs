@@ -2,8 +2,9 @@
 //! into methods through the backend's [`FrameResolver`] and counts the stack into its thread's
 //! call tree. Never in a signal handler: resolving may take locks and call the runtime.
 
+use super::common::{COUNTERS, interval};
 use super::ring::{self, FLAG_TRUNCATED};
-use super::{COUNTERS, slots};
+use super::slots;
 use crate::tree::threads;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering::*;
@@ -42,12 +43,13 @@ pub trait FrameResolver: Send {
 
 static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
 
-/// Installs the resolver and starts the drain thread.
-pub(super) fn start(resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+/// Installs the resolver and starts the drain thread, which first runs `block_signals` (the
+/// sampler's: an agent thread is never sampled).
+pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
-    std::thread::Builder::new().name("sonde-drain".into()).spawn(|| {
-        crate::session::last_chance::block_on_this_thread();
-        super::signal::block_on_this_thread();
+    std::thread::Builder::new().name("sonde-drain".into()).spawn(move || {
+        crate::signals::block_on_this_thread();
+        block_signals();
         loop {
             std::thread::sleep(Duration::from_millis(20));
             drain();
@@ -67,7 +69,7 @@ pub fn drain() {
     let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
     let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
-    let interval_ns = super::interval().as_nanos() as u64;
+    let interval_ns = interval().as_nanos() as u64;
     let raw_addresses = resolver.raw_addresses();
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
     for slot in slots::used() {

@@ -3,31 +3,34 @@
 //! handler of Sonde's: the runtime's handler calls [`record_for_current_thread`], and the drain
 //! thread does the rest as for the signal sampler.
 
+use super::common::{CONFIG, COUNTERS, Clock, Sampler, configure, thread_cpu_ns};
 use super::drain::{self, FrameResolver};
-use super::{CONFIG, COUNTERS, Clock, Sampler, ring, slots};
+use super::{ring, slots};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
 use std::time::Duration;
 
 /// Per thread, written by the thread itself (in the runtime's signal handler): the clock's
 /// reading at the last sample, and the clock time not yet turned into periods (negative when the
 /// last sample was rounded up).
-pub(super) struct PerThread {
+struct PerThread {
     clock_ns: AtomicU64,
     carry_ns: AtomicI64,
 }
 
-impl PerThread {
-    #[allow(clippy::declare_interior_mutable_const)]
-    pub const EMPTY: PerThread = PerThread { clock_ns: AtomicU64::new(0), carry_ns: AtomicI64::new(0) };
-}
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: PerThread = PerThread { clock_ns: AtomicU64::new(0), carry_ns: AtomicI64::new(0) };
+/// By slot index.
+static THREADS: [PerThread; slots::MAX_THREADS] = [EMPTY; slots::MAX_THREADS];
 
-/// A new thread's clock starts now.
-pub(super) fn registered(state: &PerThread, tid: u32, clock: Clock) {
+/// A new thread (slot `index`): its clock starts now.
+pub(super) fn registered(index: usize, tid: u32, clock: Clock) {
     let now = match clock {
-        Clock::Cpu => super::signal::thread_cpu_ns(tid).unwrap_or(0),
+        Clock::Cpu => thread_cpu_ns(tid).unwrap_or(0),
         Clock::Wall => monotonic_ns(),
     };
-    state.clock_ns.store(now, Relaxed);
+    if let Some(state) = THREADS.get(index) {
+        state.clock_ns.store(now, Relaxed);
+    }
 }
 
 /// Sampling driven by someone else's sampler (the runtime's): no sampler thread, no signal
@@ -36,8 +39,8 @@ pub(super) fn registered(state: &PerThread, tid: u32, clock: Clock) {
 /// weights the samples there (see that function). `resolver` receives the values the external
 /// walk wrote (see [`FrameResolver::raw_addresses`]).
 pub fn start_external(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
-    super::configure(interval, Sampler::External(clock));
-    drain::start(resolver)
+    configure(interval, Sampler::External(clock));
+    drain::start(resolver, || {})
 }
 
 /// For an external sampler's signal handler, on the sampled thread: records one sample of the
@@ -58,10 +61,11 @@ pub fn start_external(interval: Duration, clock: Clock, resolver: Box<dyn FrameR
 pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64) {
     let Some(config) = CONFIG.get() else { return };
     let Sampler::External(clock) = config.sampler else { return };
-    let Some(slot) = slots::current_slot() else {
+    let Some((index, slot)) = slots::current_slot() else {
         COUNTERS.unknown_thread.fetch_add(1, Relaxed);
         return;
     };
+    let Some(state) = THREADS.get(index) else { return };
     if !slot.active.load(Acquire) {
         return;
     }
@@ -69,10 +73,10 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
         Clock::Wall => monotonic_ns(),
         Clock::Cpu => own_cpu_ns(),
     };
-    let elapsed = now.saturating_sub(slot.external.clock_ns.swap(now, Relaxed));
+    let elapsed = now.saturating_sub(state.clock_ns.swap(now, Relaxed));
     let interval_ns = config.interval.as_nanos().min(i64::MAX as u128) as i64;
-    let (periods, carry) = weigh(slot.external.carry_ns.load(Relaxed), elapsed, interval_ns);
-    slot.external.carry_ns.store(carry, Relaxed);
+    let (periods, carry) = weigh(state.carry_ns.load(Relaxed), elapsed, interval_ns);
+    state.carry_ns.store(carry, Relaxed);
     if periods == 0 {
         return;
     }

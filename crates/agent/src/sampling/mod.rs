@@ -13,6 +13,7 @@
 //! the signal path, and counts each stack into the thread's call tree: `self_samples` at the
 //! leaf, time = samples × interval. [`symbols`] names native code.
 
+mod common;
 pub mod drain;
 pub mod external;
 pub mod ring;
@@ -23,52 +24,13 @@ pub mod symbols;
 pub use drain::{Frame, FrameResolver, drain};
 pub use external::{record_for_current_thread, start_external};
 pub use signal::{fault_handled_on_this_thread, start};
-pub use slots::{MAX_THREADS, register, unregister};
+pub use slots::{MAX_THREADS, unregister};
 pub use symbols::{native_frame, native_symbol};
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+pub use common::{Clock, external, interval, on_notice};
 
-/// What weights a sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clock {
-    /// The thread's CPU time: samples only while it runs.
-    Cpu,
-    /// Wall time: every thread, running or blocked.
-    Wall,
-}
-
-/// Which sampler raises the samples (set once, by `start` or `start_external`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sampler {
-    /// Sonde's sampler thread and signal handler ([`signal`]).
-    Signal,
-    /// The runtime's, with the clock that weights the samples, read on the sampled thread
-    /// ([`external`]).
-    External(Clock),
-}
-
-struct Config {
-    interval: Duration,
-    sampler: Sampler,
-}
-
-static CONFIG: OnceLock<Config> = OnceLock::new();
-
-fn configure(interval: Duration, sampler: Sampler) {
-    let _ = CONFIG.set(Config { interval, sampler });
-}
-
-/// True when samples come from an external sampler ([`start_external`]).
-pub fn external() -> bool {
-    CONFIG.get().is_some_and(|c| matches!(c.sampler, Sampler::External(_)))
-}
-
-/// The sampling interval.
-pub fn interval() -> Duration {
-    CONFIG.get().map_or(Duration::from_millis(1), |c| c.interval)
-}
+use common::{CONFIG, COUNTERS, Sampler};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Why samples were lost, for the report.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -94,42 +56,6 @@ pub struct Losses {
     pub signal_taken: u64,
 }
 
-/// The counters behind [`Losses`] that are not per thread, and samples taken.
-struct Counters {
-    unknown_thread: AtomicU64,
-    too_many_threads: AtomicU64,
-    deferred: AtomicU64,
-    no_managed_frames: AtomicU64,
-    taken: AtomicU64,
-    signal_blocked: AtomicU64,
-    signal_taken: AtomicU64,
-}
-
-static COUNTERS: Counters = Counters {
-    unknown_thread: AtomicU64::new(0),
-    too_many_threads: AtomicU64::new(0),
-    deferred: AtomicU64::new(0),
-    no_managed_frames: AtomicU64::new(0),
-    taken: AtomicU64::new(0),
-    signal_blocked: AtomicU64::new(0),
-    signal_taken: AtomicU64::new(0),
-};
-
-/// Tells the user something went wrong with sampling (the session sends it to the controller).
-/// Called from the sampler thread.
-static NOTICE: OnceLock<fn(String)> = OnceLock::new();
-
-/// Sets where the sampler reports trouble (the program took the sampling signal).
-pub fn on_notice(notice: fn(String)) {
-    let _ = NOTICE.set(notice);
-}
-
-fn notice(message: String) {
-    if let Some(notice) = NOTICE.get() {
-        notice(message);
-    }
-}
-
 /// Samples taken (counting merged expirations) and lost, so far.
 pub fn totals() -> (u64, Losses) {
     let c = &COUNTERS;
@@ -143,4 +69,21 @@ pub fn totals() -> (u64, Losses) {
         signal_taken: c.signal_taken.load(Relaxed),
     };
     (c.taken.load(Relaxed), losses)
+}
+
+/// Starts sampling thread `tid` (any thread may call this; when the thread itself does, its
+/// stack's limits are taken then — call it again from the thread if it was registered first from
+/// elsewhere).
+pub fn register(tid: u32) {
+    let Some(config) = CONFIG.get() else { return };
+    let own_thread = tid == crate::tree::threads::gettid();
+    let Some((index, new)) = slots::claim(tid) else { return };
+    match config.sampler {
+        Sampler::Signal => signal::registered(index, tid, new, own_thread),
+        Sampler::External(clock) if new => external::registered(index, tid, clock),
+        Sampler::External(_) => {}
+    }
+    if new {
+        slots::activate(index, tid);
+    }
 }

@@ -1,9 +1,10 @@
-//! One slot per sampled thread: its ring and the bookkeeping of whichever sampler samples it.
-//! Slots are found by index from the sampling signal's value, or by thread id (cached in a TLS
-//! word) from an external sampler's handler; they are never freed or reused for another index.
+//! One slot per sampled thread: its ring, and what the drain needs. Each sampler keeps its own
+//! per-thread bookkeeping in an array of its own, under the same index. Slots are found by index
+//! from the sampling signal's value, or by thread id (cached in a TLS word) from an external
+//! sampler's handler; they are never freed or reused for another thread id.
 
+use super::common::COUNTERS;
 use super::ring::Ring;
-use super::{CONFIG, COUNTERS, Sampler, external, signal};
 use crate::tree::threads;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
@@ -22,10 +23,6 @@ pub(super) struct Slot {
     pub idle_periods: AtomicU64,
     /// Drain-thread bookkeeping: the call-tree node of the thread's last sample (+1; 0: none).
     pub last_leaf: AtomicU32,
-    /// The signal sampler's bookkeeping.
-    pub signal: signal::PerThread,
-    /// The external sampler's bookkeeping.
-    pub external: external::PerThread,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -35,8 +32,6 @@ const EMPTY_SLOT: Slot = Slot {
     active: AtomicBool::new(false),
     idle_periods: AtomicU64::new(0),
     last_leaf: AtomicU32::new(0),
-    signal: signal::PerThread::EMPTY,
-    external: external::PerThread::EMPTY,
 };
 static SLOTS: [Slot; MAX_THREADS] = [EMPTY_SLOT; MAX_THREADS];
 static USED: AtomicUsize = AtomicUsize::new(0);
@@ -60,31 +55,29 @@ impl Slot {
     }
 }
 
-/// Starts sampling thread `tid` (any thread may call this; when the thread itself does, its
-/// stack's limits are taken then — call it again from the thread if it was registered first from
-/// elsewhere).
-pub fn register(tid: u32) {
-    let Some(config) = CONFIG.get() else { return };
-    let own_thread = tid == threads::gettid();
-    if let Some(slot) = used().iter().find(|s| s.tid.load(Relaxed) == tid) {
-        if own_thread && config.sampler == Sampler::Signal {
-            signal::registered_from_own_thread(&slot.signal);
-        }
-        return;
+/// Thread `tid`'s slot index, and whether it is new (its ring allocated, its thread id not yet
+/// published: see [`activate`]); `None` when every slot is taken.
+pub(super) fn claim(tid: u32) -> Option<(usize, bool)> {
+    if let Some(index) = used().iter().position(|s| s.tid.load(Relaxed) == tid) {
+        return Some((index, false));
     }
     let index = USED.fetch_add(1, AcqRel);
     let Some(slot) = SLOTS.get(index) else {
         USED.store(MAX_THREADS, Release);
         COUNTERS.too_many_threads.fetch_add(1, Relaxed);
-        return;
+        return None;
     };
     slot.ring.store(Box::into_raw(Box::new(Ring::new(RING_WORDS))), Release);
-    match config.sampler {
-        Sampler::Signal => signal::registered(&slot.signal, tid, own_thread),
-        Sampler::External(clock) => external::registered(&slot.external, tid, clock),
+    Some((index, true))
+}
+
+/// Publishes a new slot's thread id (after the samplers set their bookkeeping up) and starts
+/// sampling it.
+pub(super) fn activate(index: usize, tid: u32) {
+    if let Some(slot) = SLOTS.get(index) {
+        slot.tid.store(tid, Release);
+        slot.active.store(true, Release);
     }
-    slot.tid.store(tid, Release);
-    slot.active.store(true, Release);
 }
 
 /// Stops sampling thread `tid` (its samples so far stay to be drained).
@@ -102,15 +95,15 @@ pub(super) fn ring_full() -> u64 {
 }
 
 /// The calling thread's slot: cached in a thread-local after the first look-up. Async-signal-safe.
-pub(super) fn current_slot() -> Option<&'static Slot> {
+pub(super) fn current_slot() -> Option<(usize, &'static Slot)> {
     let cached = cache::get();
     if cached != 0 {
-        return SLOTS.get(cached - 1);
+        return Some((cached - 1, SLOTS.get(cached - 1)?));
     }
     let tid = threads::gettid();
     let index = used().iter().position(|s| s.tid.load(Acquire) == tid)?;
     cache::set(index + 1);
-    SLOTS.get(index)
+    Some((index, SLOTS.get(index)?))
 }
 
 /// The calling thread's slot index + 1 (0: not looked up yet), for [`current_slot`]: an

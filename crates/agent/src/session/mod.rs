@@ -4,19 +4,19 @@
 //! A backend's start-up is one call to [`start`] with the runtime's name and version and a
 //! closure that sets the runtime up for the configured mode; everything around it is here:
 //! reading the configuration, the log, the handshake (`Hello`, built once, here), the IPC thread,
-//! reporting a failed start to the controller, the last-chance snapshots ([`last_chance`]), the
+//! reporting a failed start to the controller, the last-chance snapshots (`signals`), the
 //! final snapshot, the thread bookkeeping both runtimes report, and the one panic policy: a panic
 //! in any agent code the runtime calls switches profiling off ([`disable`]) — the profile is
 //! lost, the program is not. The CoreCLR and Mono wrappers (`sonde-clr`, `sonde-mono`) catch
 //! panics at their boundary and call the backend's `disable`, which is this one; the hooks' slow
 //! paths run behind [`guarded`].
 
-pub mod last_chance;
-
-use crate::ipc::link::{self, Link, LinkError, SnapshotFacts};
+use crate::ipc::link::{Link, LinkError, SnapshotFacts};
 use crate::log::log;
+use crate::process;
 use crate::sampled_timing;
 use crate::sampling;
+use crate::signals;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Runtime};
 use sonde_protocol::{AgentConfig, Hello, PROTOCOL_VERSION};
@@ -110,7 +110,7 @@ fn try_start(
         mode: config.mode,
         timing: config.timing,
         clock: (config.mode == Mode::Sampling).then_some(config.clock),
-        command_line: link::process_command_line(),
+        command_line: process::command_line(),
         started_unix_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
@@ -194,19 +194,19 @@ pub fn snapshot_now() {
     }
 }
 
-/// Installs the last-chance snapshot handlers (see [`last_chance`]); `sigterm` too where the
+/// Installs the last-chance snapshot handlers (see [`signals`]); `sigterm` too where the
 /// runtime leaves SIGTERM at its default action.
 pub fn install_last_chance(sigterm: bool) {
-    if let Err(e) = last_chance::install(sigterm, snapshot_now) {
+    if let Err(e) = signals::install(sigterm, snapshot_now) {
         log!("cannot install the last-chance snapshot handlers: {e}");
     }
 }
 
 /// An exception was thrown: it may be about to end the process (see
-/// [`last_chance::exception_thrown`]).
+/// [`signals::exception_thrown`]).
 pub fn exception_thrown() {
     if get().is_some() {
-        last_chance::exception_thrown(snapshot_now);
+        signals::exception_thrown(snapshot_now);
     }
 }
 
@@ -214,8 +214,8 @@ pub fn exception_thrown() {
 /// arrives.
 pub fn final_snapshot(why: &str) {
     let Some(session) = get() else { return };
-    if link::forked_child() {
-        return; // the parent's session (see `link`); not even the log, whose lock may be held
+    if process::forked_child() {
+        return; // the parent's session (see `process`); not even the log, whose lock may be held
     }
     if session.shut_down.swap(true, Relaxed) {
         return;

@@ -27,8 +27,10 @@
 //!   is reinstalled without `SA_ONSTACK` (a handler on the current stack never overwrites anyone's
 //!   frames).
 
+use super::state;
+use crate::sampling::common::COUNTERS;
 use crate::sampling::ring::FLAG_TRUNCATED;
-use crate::sampling::{COUNTERS, slots};
+use crate::sampling::slots;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 
@@ -238,15 +240,6 @@ pub fn signal(tid: u32, slot: usize) -> bool {
     }
 }
 
-/// Thread `tid`'s CPU time (its CPU-time clock: the kernel's MAKE_THREAD_CPUCLOCK(tid,
-/// CPUCLOCK_SCHED), as pthread_getcpuclockid builds it); `None` once the thread is gone.
-pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
-    let clock = ((!(tid as libc::clockid_t)) << 3) | 6;
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes a local timespec.
-    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
 /// A thread's `/proc/self/task/TID/stat`, kept open: each read is one `pread`.
 pub struct ThreadStat(std::fs::File);
 
@@ -310,7 +303,7 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context
         Some(slot) => sample(slot, context),
         None => {
             if let Some(previous) = PREVIOUS.get() {
-                crate::session::last_chance::forward(previous, signal, info, context);
+                crate::signals::forward(previous, signal, info, context);
             }
         }
     }
@@ -322,7 +315,7 @@ extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context
 extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let previous = FAULTS.iter().position(|&f| f == signal).and_then(|i| FAULT_PREVIOUS[i].get());
     match previous {
-        Some(previous) => crate::session::last_chance::forward(previous, signal, info, context),
+        Some(previous) => crate::signals::forward(previous, signal, info, context),
         None => {
             // Cannot happen (the wrapper is installed only after its previous action is kept);
             // the default action is what an unhandled fault gets anyway.
@@ -333,7 +326,7 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
 }
 
 fn sample(slot: usize, context: *mut libc::c_void) {
-    let Some(slot) = slots::get(slot) else {
+    let (Some(state), Some(slot)) = (state(slot), slots::get(slot)) else {
         COUNTERS.unknown_thread.fetch_add(1, Relaxed);
         return;
     };
@@ -341,7 +334,6 @@ fn sample(slot: usize, context: *mut libc::c_void) {
         COUNTERS.unknown_thread.fetch_add(1, Relaxed);
         return;
     };
-    let state = &slot.signal;
     // Take the periods first, then allow the next signal: periods added after this point go to
     // the next sample.
     let periods = state.periods.swap(0, AcqRel).max(1);

@@ -14,10 +14,11 @@
 mod handler;
 pub mod maps;
 
-pub use handler::{block_on_this_thread, thread_cpu_ns};
+pub use handler::block_on_this_thread;
 
+use super::common::{COUNTERS, Clock, Sampler, configure, notice, thread_cpu_ns};
 use super::drain::{self, FrameResolver};
-use super::{COUNTERS, Clock, Sampler, slots};
+use super::slots;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::time::Duration;
 
@@ -42,45 +43,47 @@ pub(super) struct PerThread {
     pending_ticks: AtomicU32,
 }
 
-impl PerThread {
-    #[allow(clippy::declare_interior_mutable_const)]
-    pub const EMPTY: PerThread = PerThread {
-        periods: AtomicU64::new(0),
-        signalled: AtomicBool::new(false),
-        last_cpu_ns: AtomicU64::new(0),
-        unsampled_cpu_ns: AtomicU64::new(0),
-        stack_low: AtomicU64::new(0),
-        stack_high: AtomicU64::new(0),
-        seen_sp: AtomicU64::new(0),
-        pending_ticks: AtomicU32::new(0),
-    };
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: PerThread = PerThread {
+    periods: AtomicU64::new(0),
+    signalled: AtomicBool::new(false),
+    last_cpu_ns: AtomicU64::new(0),
+    unsampled_cpu_ns: AtomicU64::new(0),
+    stack_low: AtomicU64::new(0),
+    stack_high: AtomicU64::new(0),
+    seen_sp: AtomicU64::new(0),
+    pending_ticks: AtomicU32::new(0),
+};
+/// By slot index.
+static THREADS: [PerThread; slots::MAX_THREADS] = [EMPTY; slots::MAX_THREADS];
+
+/// Slot `index`'s bookkeeping.
+fn state(index: usize) -> Option<&'static PerThread> {
+    THREADS.get(index)
 }
 
-/// A new thread: its CPU time so far is not sampled; its stack is known when it registers itself.
-pub(super) fn registered(state: &PerThread, tid: u32, own_thread: bool) {
-    state.last_cpu_ns.store(thread_cpu_ns(tid).unwrap_or(0), Relaxed);
-    if own_thread {
-        registered_from_own_thread(state);
+/// Thread `tid` (slot `index`) registered: when `new`, its CPU time so far is not sampled; when
+/// it registered itself (`own_thread`), its stack's limits are taken now.
+pub(super) fn registered(index: usize, tid: u32, new: bool, own_thread: bool) {
+    let Some(state) = state(index) else { return };
+    if new {
+        state.last_cpu_ns.store(thread_cpu_ns(tid).unwrap_or(0), Relaxed);
     }
-}
-
-/// The thread registered itself (again): its stack's limits are taken now.
-pub(super) fn registered_from_own_thread(state: &PerThread) {
-    if let Some((low, high)) = handler::own_stack() {
+    if own_thread && let Some((low, high)) = handler::own_stack() {
         set_stack(state, low, high);
     }
 }
 
 /// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
 pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
-    super::configure(interval, Sampler::Signal);
+    configure(interval, Sampler::Signal);
     handler::install()?;
     std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
-        crate::session::last_chance::block_on_this_thread();
+        crate::signals::block_on_this_thread();
         handler::block_on_this_thread();
         run_sampler(interval, clock);
     })?;
-    drain::start(resolver)
+    drain::start(resolver, handler::block_on_this_thread)
 }
 
 /// Publishes a thread's stack limits (low first: the handler checks `sp < high`, and a high of
@@ -141,13 +144,13 @@ fn run_sampler(interval: Duration, clock: Clock) {
         stats.resize_with(used.len(), || None);
         was_running.resize(used.len(), false);
         for (index, slot) in used.iter().enumerate() {
-            let state = &slot.signal;
+            let Some(state) = state(index) else { continue };
             if !slot.active.load(Acquire) {
                 stats[index] = None;
                 continue;
             }
             let tid = slot.tid.load(Relaxed);
-            let Some(cpu) = handler::thread_cpu_ns(tid) else {
+            let Some(cpu) = thread_cpu_ns(tid) else {
                 slot.active.store(false, Release); // the thread is gone
                 stats[index] = None;
                 continue;
@@ -228,7 +231,7 @@ fn check_handler(wrappers: bool) -> bool {
                  the profile covers the run until then"
             );
             crate::log::log!("{message}");
-            super::notice(message);
+            notice(message);
             true
         }
     }
@@ -237,8 +240,8 @@ fn check_handler(wrappers: bool) -> bool {
 /// Gives a stack's limits to threads registered from elsewhere, from the stack pointer their
 /// first samples saw (see [`maps`]).
 fn find_unknown_stacks() {
-    for slot in slots::used() {
-        let state = &slot.signal;
+    for index in 0..slots::used().len() {
+        let Some(state) = state(index) else { continue };
         if state.stack_high.load(Acquire) != 0 {
             continue;
         }

@@ -101,7 +101,7 @@ pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::
 
 /// Asks the snapshot thread for a snapshot, without waiting (coalesced with pending requests).
 pub fn request_snapshot() {
-    if crate::ipc::link::forked_child() {
+    if crate::process::forked_child() {
         return;
     }
     if PENDING.swap(true, SeqCst) {
@@ -126,7 +126,7 @@ pub fn request_snapshot() {
 /// right after then keeps what the last snapshot held (the controller asks for one every
 /// second).
 pub fn exception_thrown(send_now: impl FnOnce()) {
-    if crate::ipc::link::forked_child() {
+    if crate::process::forked_child() {
         return;
     }
     let mut last = LAST_EXCEPTION_SNAPSHOT.lock().unwrap_or_else(|e| e.into_inner());
@@ -141,7 +141,7 @@ pub fn exception_thrown(send_now: impl FnOnce()) {
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    if crate::ipc::link::forked_child() {
+    if crate::process::forked_child() {
         // The pipe leads to the parent's snapshot thread: nothing to wait for here.
         chain(sig, info, context);
         return;
