@@ -28,7 +28,13 @@ use crate::Renderer;
 
 /// Renders the interactive HTML report.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HtmlRenderer;
+pub struct HtmlRenderer {
+    /// Leaves out the page's script and stylesheet, which are the same in every report, and
+    /// keeps its markup and data: for golden tests, which then change only when the markup or
+    /// the data does (inferno has `no_javascript` for the same reason). Such a page does nothing
+    /// in a browser.
+    pub no_static_assets: bool,
+}
 
 const STYLE: &str = include_str!("html/report.css");
 const BODY: &str = include_str!("html/body.html");
@@ -50,34 +56,45 @@ impl Renderer for HtmlRenderer {
         crate::check(profile)?;
         let mut out = BufWriter::with_capacity(1 << 16, out);
         out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")?;
-        writeln!(out, "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", content_security_policy())?;
+        let assets = !self.no_static_assets;
+        writeln!(out, "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", content_security_policy(assets))?;
         out.write_all(
             b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
               <meta name=\"referrer\" content=\"no-referrer\">\n\
               <meta name=\"generator\" content=\"Sonde\">\n\
-              <title>Sonde profile</title>\n<style>",
+              <title>Sonde profile</title>\n",
         )?;
-        out.write_all(STYLE.as_bytes())?;
-        out.write_all(b"</style>\n</head>\n<body>\n")?;
+        if assets {
+            out.write_all(b"<style>")?;
+            out.write_all(STYLE.as_bytes())?;
+            out.write_all(b"</style>\n")?;
+        }
+        out.write_all(b"</head>\n<body>\n")?;
         out.write_all(BODY.as_bytes())?;
         out.write_all(b"<script type=\"application/json\" id=\"sonde-data\">")?;
         data::write(&mut out, profile)?;
-        out.write_all(b"</script>\n<script>")?;
-        for part in SCRIPT {
-            out.write_all(part.as_bytes())?;
+        out.write_all(b"</script>\n")?;
+        if assets {
+            out.write_all(b"<script>")?;
+            for part in SCRIPT {
+                out.write_all(part.as_bytes())?;
+            }
+            out.write_all(b"</script>\n")?;
         }
-        out.write_all(b"</script>\n</body>\n</html>\n")?;
+        out.write_all(b"</body>\n</html>\n")?;
         out.flush()
     }
 }
 
-/// Nothing may load; only the page's own script and stylesheet, named by hash, may apply.
-fn content_security_policy() -> String {
-    format!(
-        "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; base-uri 'none'; form-action 'none'",
-        sha256_base64(&SCRIPT),
-        sha256_base64(&[STYLE]),
-    )
+/// Nothing may load; only the page's own script and stylesheet, named by hash, may apply (and
+/// nothing at all when they are left out).
+fn content_security_policy(assets: bool) -> String {
+    let (script, style) = if assets {
+        (format!("'sha256-{}'", sha256_base64(&SCRIPT)), format!("'sha256-{}'", sha256_base64(&[STYLE])))
+    } else {
+        ("'none'".to_owned(), "'none'".to_owned())
+    };
+    format!("default-src 'none'; script-src {script}; style-src {style}; base-uri 'none'; form-action 'none'")
 }
 
 /// The base64 SHA-256 of the concatenated `parts`, as CSP hash sources spell it.
