@@ -15,8 +15,9 @@
 //! * **Parts that say what they use.** The script is six files concatenated into one function
 //!   scope (`SCRIPT`). Each declares exactly one object named after it (`Fmt`, `Model`, `Flame`,
 //!   `Tables`, `Tree`, `Main`) and lists at its top, in `/* global … */`, the other parts'
-//!   objects and the browser globals it uses. A part may use at load time only the parts before
-//!   it.
+//!   objects and the browser globals it uses; `crates/render/tests/page_script.rs` holds them to
+//!   that with ESLint (`no-undef`, `no-unused-vars`), and checks `model.js`'s figures against
+//!   [`sonde_profile::analysis`]. A part may use at load time only the parts before it.
 //! * **Fast on big profiles.** Rust only streams the model out in a compact form (a million
 //!   nodes make about 17 MB in a quarter of a second, `scripts/bench-html.py`); the page
 //!   aggregates in typed arrays in linear time, draws only the frames wide enough to see, and

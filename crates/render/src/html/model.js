@@ -1,7 +1,8 @@
 // model.js: the embedded profile decoded into typed arrays, and the views over it (all threads
 // merged, or one thread) with the same recursion-aware aggregation as
-// crates/profile/src/analysis.rs. Everything here is linear in the number of nodes (plus the
-// sorting of each node's children): a traced profile can hold millions of nodes.
+// crates/profile/src/analysis.rs (crates/render/tests/page_script.rs checks that they agree).
+// Everything here is linear in the number of nodes (plus the sorting of each node's children): a
+// traced profile can hold millions of nodes.
 // `Model.load(data)` returns a `Profile`; the other parts receive it from main.js and read it,
 // and never change it.
 /* exported Model */
