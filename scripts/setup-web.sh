@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Provides what the HTML report's browser test (crates/cli/tests/html_report.rs) and the export
-# validators in tests/js need, installing only what is missing:
+# Provides what the HTML report's browser test (crates/cli/tests/html_report.rs), the page-script
+# lint and model check (crates/render/tests/page_script.rs) and the export validators in tests/js
+# need, installing only what is missing:
 #   - node and npm: Debian's `nodejs` and `npm`;
 #   - a browser: Debian's `chromium` at /usr/bin/chromium (playwright-core drives it; no
 #     browser is ever downloaded by npm or playwright);

@@ -12,6 +12,12 @@
 //!   inserts them with `textContent` or canvas `fillText`, never as markup. As a second line of
 //!   defence a Content-Security-Policy lets only the page's own script run, named by its SHA-256
 //!   hash: even an injected element could execute nothing.
+//! * **Parts that say what they use.** The script is six files concatenated into one function
+//!   scope (`SCRIPT`). Each declares exactly one object named after it (`Fmt`, `Model`, `Flame`,
+//!   `Tables`, `Tree`, `Main`) and lists at its top, in `/* global … */`, the other parts'
+//!   objects and the browser globals it uses; `crates/render/tests/page_script.rs` holds them to
+//!   that with ESLint (`no-undef`, `no-unused-vars`), and checks `model.js`'s figures against
+//!   [`sonde_profile::analysis`]. A part may use at load time only the parts before it.
 //! * **Fast on big profiles.** Rust only streams the model out in a compact form (a million
 //!   nodes make about 17 MB in a quarter of a second, `scripts/bench-html.py`); the page
 //!   aggregates in typed arrays in linear time, draws only the frames wide enough to see, and
@@ -28,12 +34,18 @@ use crate::Renderer;
 
 /// Renders the interactive HTML report.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HtmlRenderer;
+pub struct HtmlRenderer {
+    /// Leaves out the page's script and stylesheet, which are the same in every report, and
+    /// keeps its markup and data: for golden tests, which then change only when the markup or
+    /// the data does (inferno has `no_javascript` for the same reason). Such a page does nothing
+    /// in a browser.
+    pub no_static_assets: bool,
+}
 
 const STYLE: &str = include_str!("html/report.css");
 const BODY: &str = include_str!("html/body.html");
 
-/// The page's one script: these parts concatenated, in order, in one function scope.
+/// The page's one script: these parts concatenated, in order, in one function scope, then started.
 const SCRIPT: [&str; 8] = [
     "(function () {\n'use strict';\n",
     include_str!("html/fmt.js"),
@@ -42,7 +54,7 @@ const SCRIPT: [&str; 8] = [
     include_str!("html/tables.js"),
     include_str!("html/tree.js"),
     include_str!("html/main.js"),
-    "})();\n",
+    "Main.start();\n})();\n",
 ];
 
 impl Renderer for HtmlRenderer {
@@ -50,34 +62,45 @@ impl Renderer for HtmlRenderer {
         crate::check(profile)?;
         let mut out = BufWriter::with_capacity(1 << 16, out);
         out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")?;
-        writeln!(out, "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", content_security_policy())?;
+        let assets = !self.no_static_assets;
+        writeln!(out, "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">", content_security_policy(assets))?;
         out.write_all(
             b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
               <meta name=\"referrer\" content=\"no-referrer\">\n\
               <meta name=\"generator\" content=\"Sonde\">\n\
-              <title>Sonde profile</title>\n<style>",
+              <title>Sonde profile</title>\n",
         )?;
-        out.write_all(STYLE.as_bytes())?;
-        out.write_all(b"</style>\n</head>\n<body>\n")?;
+        if assets {
+            out.write_all(b"<style>")?;
+            out.write_all(STYLE.as_bytes())?;
+            out.write_all(b"</style>\n")?;
+        }
+        out.write_all(b"</head>\n<body>\n")?;
         out.write_all(BODY.as_bytes())?;
         out.write_all(b"<script type=\"application/json\" id=\"sonde-data\">")?;
         data::write(&mut out, profile)?;
-        out.write_all(b"</script>\n<script>")?;
-        for part in SCRIPT {
-            out.write_all(part.as_bytes())?;
+        out.write_all(b"</script>\n")?;
+        if assets {
+            out.write_all(b"<script>")?;
+            for part in SCRIPT {
+                out.write_all(part.as_bytes())?;
+            }
+            out.write_all(b"</script>\n")?;
         }
-        out.write_all(b"</script>\n</body>\n</html>\n")?;
+        out.write_all(b"</body>\n</html>\n")?;
         out.flush()
     }
 }
 
-/// Nothing may load; only the page's own script and stylesheet, named by hash, may apply.
-fn content_security_policy() -> String {
-    format!(
-        "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; base-uri 'none'; form-action 'none'",
-        sha256_base64(&SCRIPT),
-        sha256_base64(&[STYLE]),
-    )
+/// Nothing may load; only the page's own script and stylesheet, named by hash, may apply (and
+/// nothing at all when they are left out).
+fn content_security_policy(assets: bool) -> String {
+    let (script, style) = if assets {
+        (format!("'sha256-{}'", sha256_base64(&SCRIPT)), format!("'sha256-{}'", sha256_base64(&[STYLE])))
+    } else {
+        ("'none'".to_owned(), "'none'".to_owned())
+    };
+    format!("default-src 'none'; script-src {script}; style-src {style}; base-uri 'none'; form-action 'none'")
 }
 
 /// The base64 SHA-256 of the concatenated `parts`, as CSP hash sources spell it.
@@ -120,6 +143,21 @@ mod tests {
         }
         // echo -n abc | openssl dgst -sha256 -binary | base64
         assert_eq!(sha256_base64(&["a", "bc"]), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+    }
+
+    #[test]
+    fn every_page_script_file_is_in_the_script() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/html");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "js") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(SCRIPT.contains(&text.as_str()), "{} is not part of SCRIPT", path.display());
+                files += 1;
+            }
+        }
+        assert_eq!(files, SCRIPT.len() - 2, "SCRIPT holds a part that is not a file of src/html");
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub fn renderer(format: Format) -> Box<dyn Renderer> {
     match format {
         Format::Text => Box::new(TextRenderer),
         Format::Json => Box::new(JsonRenderer),
-        Format::Html => Box::new(HtmlRenderer),
+        Format::Html => Box::new(HtmlRenderer::default()),
         Format::Speedscope => Box::new(SpeedscopeRenderer),
         Format::Pprof => Box::new(PprofRenderer),
         Format::Collapsed => Box::new(CollapsedRenderer),

@@ -1,11 +1,15 @@
 //! Golden tests: each renderer's output for small hand-built profiles, compared with files under
 //! `tests/golden/`. After an intended change, re-bless them with
 //! `SONDE_BLESS=1 cargo test -p sonde-render` and review the diff.
+//!
+//! The HTML goldens hold the page's markup and data only: its script and stylesheet, the same in
+//! every report, are left out (`HtmlRenderer::no_static_assets`) and checked by
+//! `tests/page_script.rs` and the browser test instead.
 
 use std::path::PathBuf;
 
 use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
-use sonde_render::{Format, renderer};
+use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
 #[path = "support/pprof_text.rs"]
 mod pprof_text;
@@ -221,14 +225,33 @@ fn pprof_sampling() {
     );
 }
 
+/// The HTML report without its static script and stylesheet.
+fn html_without_static_assets(profile: &Profile) -> String {
+    let mut out = Vec::new();
+    HtmlRenderer { no_static_assets: true }.render(profile, &mut out).expect("rendering to a Vec");
+    String::from_utf8(out).expect("renderers write UTF-8")
+}
+
 #[test]
 fn html_tracing() {
-    check_golden("tracing.html", &render(Format::Html, &tracing_profile()));
+    check_golden("tracing.html", &html_without_static_assets(&tracing_profile()));
 }
 
 #[test]
 fn html_sampling() {
-    check_golden("sampling.html", &render(Format::Html, &sampling_profile()));
+    check_golden("sampling.html", &html_without_static_assets(&sampling_profile()));
+}
+
+#[test]
+fn html_without_static_assets_differs_only_by_them() {
+    let full = render(Format::Html, &tracing_profile());
+    let bare = html_without_static_assets(&tracing_profile());
+    assert!(full.contains("<style>") && full.contains("<script>(function () {"));
+    assert!(!bare.contains("<style") && !bare.contains("<script>") && !bare.contains("sha256-"));
+    assert!(bare.contains("script-src 'none'; style-src 'none'"), "nothing may run in the bare page");
+    let data =
+        |page: &str| page[page.find("id=\"sonde-data\"").unwrap()..].split("</script>").next().unwrap().to_owned();
+    assert_eq!(data(&full), data(&bare));
 }
 
 fn keys(value: &serde_json::Value) -> Vec<&str> {

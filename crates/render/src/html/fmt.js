@@ -1,65 +1,58 @@
 // fmt.js: numbers and small DOM helpers. The number formats mirror crates/render/src/fmt.rs so
 // that the page and the text report print the same figures.
+/* exported Fmt */
+/* global document */
 
-/** A duration with three or four significant digits, truncated (never rounded up a unit). */
-function fmtDuration(ns) {
-  if (!(ns >= 0)) return '-';
-  ns = Math.floor(ns);
-  if (ns < 1e3) return ns + ' ns';
-  if (ns < 1e6) return decimal(Math.floor(ns / 10), 'µs');
-  if (ns < 1e9) return decimal(Math.floor(ns / 1e4), 'ms');
-  return decimal(Math.floor(ns / 1e7), 's');
-}
-
-function decimal(hundredths, unit) {
-  if (hundredths < 1000) {
-    return Math.floor(hundredths / 100) + '.' + String(hundredths % 100).padStart(2, '0') + ' ' + unit;
+const Fmt = (() => {
+  /** A duration with three or four significant digits, truncated (never rounded up a unit). */
+  function fmtDuration(ns) {
+    if (!(ns >= 0)) return '-';
+    ns = Math.floor(ns);
+    if (ns < 1e3) return ns + ' ns';
+    if (ns < 1e6) return decimal(Math.floor(ns / 10), 'µs');
+    if (ns < 1e9) return decimal(Math.floor(ns / 1e4), 'ms');
+    return decimal(Math.floor(ns / 1e7), 's');
   }
-  const tenths = Math.floor(hundredths / 10);
-  return Math.floor(tenths / 10) + '.' + (tenths % 10) + ' ' + unit;
-}
 
-/** A count with thousands separators: 1,234,567. */
-function fmtCount(n) {
-  if (!Number.isFinite(n)) return '-';
-  const s = BigInt(Math.round(n)).toString();
-  return s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-}
+  function decimal(hundredths, unit) {
+    if (hundredths < 1000) {
+      return Math.floor(hundredths / 100) + '.' + String(hundredths % 100).padStart(2, '0') + ' ' + unit;
+    }
+    const tenths = Math.floor(hundredths / 10);
+    return Math.floor(tenths / 10) + '.' + (tenths % 10) + ' ' + unit;
+  }
 
-/** `part` as a percentage of `whole` with one decimal, or "-" when there is no whole. */
-function fmtPercent(part, whole) {
-  if (!(whole > 0)) return '-';
-  return ((part * 100) / whole).toFixed(1) + '%';
-}
+  /** A count with thousands separators: 1,234,567. */
+  function fmtCount(n) {
+    if (!Number.isFinite(n)) return '-';
+    const s = BigInt(Math.round(n)).toString();
+    return s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
 
-/** A weight (time or samples) for a table cell: the column header names the unit. */
-function fmtWeight(w) {
-  return BY_SAMPLES ? fmtCount(w) : fmtDuration(w);
-}
+  /** `part` as a percentage of `whole` with one decimal, or "-" when there is no whole. */
+  function fmtPercent(part, whole) {
+    if (!(whole > 0)) return '-';
+    return ((part * 100) / whole).toFixed(1) + '%';
+  }
 
-/** A weight with its unit, for sentences and tooltips. */
-function fmtWeightLong(w) {
-  if (!BY_SAMPLES) return fmtDuration(w);
-  const text = fmtCount(w) + (w === 1 ? ' sample' : ' samples');
-  const every = RUN.sample_interval_ns;
-  return every > 0 ? text + ' (≈ ' + fmtDuration(w * every) + ')' : text;
-}
+  /**
+   * Creates an element. Text from the profile goes in only through `textContent`, so a method
+   * name such as `"><img src=x onerror=alert(1)>` stays text.
+   */
+  function el(tag, className, text) {
+    const e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
 
-/**
- * Creates an element. Text from the profile goes in only through `textContent`, so a method
- * name such as `"><img src=x onerror=alert(1)>` stays text.
- */
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
 
-function clear(node) {
-  while (node.firstChild) node.removeChild(node.firstChild);
-}
+  function $(id) {
+    return document.getElementById(id);
+  }
 
-function $(id) {
-  return document.getElementById(id);
-}
+  return { fmtDuration, fmtCount, fmtPercent, el, clear, $ };
+})();

@@ -134,3 +134,34 @@ pub fn sampling() -> Profile {
         ]),
     }
 }
+
+/// Exact tracing built for the recursion-aware figures: mutual recursion (`Html(string)` ⇄
+/// `Html(int32)`), a method recurring below another recursion (Fib), the same root method on two
+/// threads (merged in the HTML report's all-threads view), a self-recursive root-level method on
+/// a third, and one node whose total exceeds its self plus its children's totals (as a snapshot
+/// taken mid-call can have), so the HTML data block carries a total adjustment.
+pub fn recursive() -> Profile {
+    let mut nodes = nodes(&[
+        (0, None, 0, 1, 10_000, 0),
+        (0, Some(0), 2, 2, 1_000, 0),
+        (0, Some(1), 3, 3, 2_000, 0),
+        (0, Some(2), 2, 4, 3_000, 0),
+        (0, Some(3), 3, 5, 4_000, 0),
+        (0, Some(4), 7, 1, 500, 0),
+        (0, Some(5), 7, 2, 600, 0),
+        (0, Some(6), 2, 1, 700, 0),
+        (0, Some(0), 3, 6, 5_000, 0),
+        (0, Some(8), 2, 1, 800, 0),
+        (1, None, 0, 1, 20_000, 0),
+        (1, Some(10), 2, 7, 9_000, 0),
+        (1, Some(11), 3, 1, 1_000, 0),
+        (1, Some(12), 2, 1, 1_500, 0),
+        (2, None, 8, 1, 0, 0),
+        (2, Some(14), 0, 1, 100, 0),
+        (2, Some(15), 0, 2, 200, 0),
+    ]);
+    for i in [4, 3, 2, 1, 0] {
+        nodes[i].total_ns += 250;
+    }
+    Profile { run: run(Mode::Tracing), methods: methods(), threads: threads(), nodes }
+}

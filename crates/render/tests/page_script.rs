@@ -1,0 +1,203 @@
+//! The HTML report's page script (`src/html/*.js`) outside a browser. ESLint holds each file to
+//! the header that says which other files' objects and which browser globals it uses
+//! (`tests/js/lint-page-script.mjs`), and `model.js`, run under node on the data block of a real
+//! report (`tests/js/page-model.mjs`), must compute the figures that `--format json` reports and
+//! that `sonde_profile::analysis` computes for the same profile: per-node totals decoded from the
+//! compact block, per-method calls, self and recursion-aware totals, every caller and callee
+//! edge, and each thread's hot path. The whole page runs in a real browser in
+//! `crates/cli/tests/html_report.rs`.
+//!
+//! Needs `node` and `tests/js/node_modules` (`scripts/setup.sh` installs both); without them the
+//! tests fail, they never skip.
+
+#[path = "support/profiles.rs"]
+mod profiles;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use sonde_profile::{Analysis, Edge, Mode, Profile, hot_path};
+use sonde_render::{Format, renderer};
+
+const SETUP: &str = "run scripts/setup.sh (it installs Node.js and the npm packages of tests/js)";
+
+fn js_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/js")
+}
+
+/// `node SCRIPT`, or a failure that says what to install.
+fn node(script: &str, packages: &[&str]) -> Command {
+    match Command::new("node").arg("--version").output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("`node --version` failed ({}): {SETUP}", out.status),
+        Err(e) => panic!("cannot run `node` ({e}): the page-script tests need Node.js; {SETUP}"),
+    }
+    for package in packages {
+        let path = js_dir().join("node_modules").join(package).join("package.json");
+        assert!(path.exists(), "{} is missing: {SETUP}", path.display());
+    }
+    let mut node = Command::new("node");
+    node.arg(js_dir().join(script));
+    node
+}
+
+/// Runs `command`; its stdout, or a failure with everything it printed.
+fn run(mut command: Command, what: &str) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("cannot run {what}: {e}; {SETUP}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed ({}):\n{stdout}{stderr}", out.status);
+    stdout
+}
+
+#[test]
+fn page_script_files_pass_eslint_with_their_declared_globals() {
+    let stdout = run(node("lint-page-script.mjs", &["eslint"]), "ESLint on crates/render/src/html/*.js");
+    assert!(stdout.starts_with("ok: 6 page-script files"), "{stdout}");
+    print!("{stdout}");
+}
+
+fn render(format: Format, profile: &Profile) -> String {
+    let mut out = Vec::new();
+    renderer(format).render(profile, &mut out).expect("rendering");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// The page's `sonde-data` block, as the browser's `textContent` reads it.
+fn data_block(html: &str) -> &str {
+    const OPEN: &str = "<script type=\"application/json\" id=\"sonde-data\">";
+    let start = html.find(OPEN).expect("the data block") + OPEN.len();
+    let len = html[start..].find("</script>").expect("the end of the data block");
+    &html[start..start + len]
+}
+
+/// A figure the page computed: a float, but always a whole number on these profiles.
+fn whole_number(value: &Value) -> u64 {
+    let x = value.as_f64().unwrap_or_else(|| panic!("{value} is not a number"));
+    assert!(x >= 0.0 && x.fract() == 0.0 && x < 2f64.powi(53), "{x} is not an exact count");
+    x as u64
+}
+
+fn numbers(value: &Value) -> Vec<u64> {
+    value.as_array().expect("an array").iter().map(whole_number).collect()
+}
+
+/// A page edge `[method, calls, total]` as [`Edge`] fields, -1 standing for no caller.
+fn page_edges(value: &Value) -> Vec<(Option<u32>, u64, u64)> {
+    value
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| {
+            let method = e[0].as_i64().expect("a method id");
+            (u32::try_from(method).ok(), whole_number(&e[1]), whole_number(&e[2]))
+        })
+        .collect()
+}
+
+/// Only `thread`'s nodes (parents renumbered), and for each new node its id in `profile`.
+fn only_thread(profile: &Profile, thread: u32) -> (Profile, Vec<u32>) {
+    let ids: Vec<u32> =
+        (0..profile.nodes.len() as u32).filter(|&i| profile.nodes[i as usize].thread == thread).collect();
+    let nodes = ids
+        .iter()
+        .map(|&i| {
+            let mut node = profile.nodes[i as usize];
+            node.parent = node.parent.map(|p| ids.binary_search(&p).expect("a parent on the same thread") as u32);
+            node
+        })
+        .collect();
+    (Profile { nodes, ..profile.clone() }, ids)
+}
+
+#[test]
+fn page_model_computes_the_json_reports_and_the_analysis_figures() {
+    let cases =
+        [("tracing", profiles::tracing()), ("sampling", profiles::sampling()), ("recursive", profiles::recursive())];
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-model");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut command = node("page-model.mjs", &[]);
+    for (name, profile) in &cases {
+        let path = dir.join(format!("{name}.data.json"));
+        std::fs::write(&path, data_block(&render(Format::Html, profile))).unwrap();
+        command.arg(path);
+    }
+    let page: Value = serde_json::from_str(&run(command, "page-model.mjs")).expect("page-model.mjs prints JSON");
+
+    for ((name, profile), page) in cases.iter().zip(page.as_array().expect("one result per profile")) {
+        let json: Value = serde_json::from_str(&render(Format::Json, profile)).unwrap();
+        let by_samples = page["weight"] == "samples";
+        assert_eq!(by_samples, profile.run.mode == Mode::Sampling, "{name}: the page's weight");
+        let unit = if by_samples { "samples" } else { "ns" };
+        let weight = |ns: u64, samples: u64| if by_samples { samples } else { ns };
+        let field = |item: &Value, key: &str| item[format!("{key}_{unit}")].as_u64().expect("a figure");
+
+        // Node figures, decoded from the compact block, against the JSON report's nodes.
+        let nodes = json["nodes"].as_array().unwrap();
+        let expected: Vec<u64> = nodes.iter().map(|n| field(n, "total")).collect();
+        assert_eq!(numbers(&page["nodes"]["total"]), expected, "{name}: node totals");
+        let expected: Vec<u64> = nodes.iter().map(|n| field(n, "self")).collect();
+        assert_eq!(numbers(&page["nodes"]["self"]), expected, "{name}: node selves");
+        let expected: Vec<u64> = nodes.iter().map(|n| n["calls"].as_u64().unwrap()).collect();
+        assert_eq!(numbers(&page["nodes"]["calls"]), expected, "{name}: node calls");
+
+        let views = page["views"].as_array().unwrap();
+        // All threads: the JSON report's methods and sums.
+        let all = &views[0];
+        assert_eq!(all["thread"], -1);
+        let expected: Vec<Vec<u64>> = json["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| vec![m["calls"].as_u64().unwrap(), field(m, "self"), field(m, "total")])
+            .collect();
+        let actual: Vec<Vec<u64>> = all["methods"].as_array().unwrap().iter().map(numbers).collect();
+        assert_eq!(actual, expected, "{name}: per-method calls, self and total of all threads");
+        let calls: u64 = json["threads"].as_array().unwrap().iter().map(|t| t["calls"].as_u64().unwrap()).sum();
+        assert_eq!(whole_number(&all["calls"]), calls, "{name}: calls of all threads");
+        let whole: u64 = nodes.iter().filter(|n| n["parent"].is_null()).map(|n| field(n, "total")).sum();
+        assert_eq!(whole_number(&all["whole"]), whole, "{name}: weight of all threads");
+
+        // Every view, all threads merged or one, against the analysis of the same threads.
+        for view in views {
+            let thread = view["thread"].as_i64().unwrap();
+            let what = format!("{name}, thread {thread}");
+            let analysis = match u32::try_from(thread) {
+                Ok(t) => Analysis::for_thread(profile, t),
+                Err(_) => Analysis::new(profile),
+            };
+            let totals = analysis.totals();
+            assert_eq!(whole_number(&view["whole"]), weight(totals.total_ns, totals.total_samples), "{what}: weight");
+            assert_eq!(whole_number(&view["calls"]), totals.calls, "{what}: calls");
+            let edges = |list: &[Edge]| -> Vec<(Option<u32>, u64, u64)> {
+                list.iter().map(|e| (e.method, e.calls, weight(e.total_ns, e.total_samples))).collect()
+            };
+            for (m, stats) in analysis.methods().iter().enumerate() {
+                let expected = vec![
+                    stats.calls,
+                    weight(stats.self_ns, stats.self_samples),
+                    weight(stats.total_ns, stats.total_samples),
+                ];
+                assert_eq!(numbers(&view["methods"][m]), expected, "{what}: method {m}'s calls, self and total");
+                let m32 = m as u32;
+                assert_eq!(
+                    page_edges(&view["callers"][m]),
+                    edges(analysis.callers(m32)),
+                    "{what}: method {m}'s callers"
+                );
+                assert_eq!(
+                    page_edges(&view["callees"][m]),
+                    edges(analysis.callees(m32)),
+                    "{what}: method {m}'s callees"
+                );
+            }
+            // The hot path of one thread (the merged view's has no counterpart in the analysis).
+            if let Ok(t) = u32::try_from(view["viewThread"].as_i64().unwrap()) {
+                let (alone, ids) = only_thread(profile, t);
+                let expected: Vec<u64> = hot_path(&alone).iter().map(|&k| u64::from(ids[k as usize])).collect();
+                assert_eq!(numbers(&view["hotPath"]), expected, "{what}: hot path");
+            }
+        }
+    }
+}
