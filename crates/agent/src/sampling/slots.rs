@@ -107,50 +107,11 @@ pub(super) fn current_slot() -> Option<(usize, &'static Slot)> {
 }
 
 /// The calling thread's slot index + 1 (0: not looked up yet), for [`current_slot`]: an
-/// initial-exec TLS variable declared in assembly, like `threads::slot` — a Rust `thread_local!`
-/// in a shared library goes through `__tls_get_addr`, which may allocate on a thread's first
-/// access and so must not run in a signal handler. 8 more bytes of glibc's static TLS reserve.
+/// initial-exec TLS word (`tree::tls`), like `threads::slot`: safe in a signal handler, where a
+/// `thread_local!` is not.
 #[cfg(target_arch = "x86_64")]
 mod cache {
-    core::arch::global_asm!(
-        ".pushsection .tbss,\"awT\",@nobits",
-        ".p2align 3",
-        ".globl sonde_sample_slot",
-        ".hidden sonde_sample_slot",
-        ".type sonde_sample_slot, @object",
-        ".size sonde_sample_slot, 8",
-        "sonde_sample_slot:",
-        ".zero 8",
-        ".popsection",
-    );
-
-    #[inline(always)]
-    pub fn get() -> usize {
-        let value: usize;
-        // SAFETY: reads this thread's own 8-byte TLS slot through its GOT-held offset.
-        unsafe {
-            core::arch::asm!(
-                "mov {v}, qword ptr [rip + sonde_sample_slot@GOTTPOFF]",
-                "mov {v}, qword ptr fs:[{v}]",
-                v = out(reg) value,
-                options(nostack, readonly, preserves_flags),
-            );
-        }
-        value
-    }
-
-    pub fn set(value: usize) {
-        // SAFETY: writes this thread's own 8-byte TLS slot.
-        unsafe {
-            core::arch::asm!(
-                "mov {t}, qword ptr [rip + sonde_sample_slot@GOTTPOFF]",
-                "mov qword ptr fs:[{t}], {v}",
-                t = out(reg) _,
-                v = in(reg) value,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
+    crate::tree::tls::tls_word!("sonde_sample_slot");
 }
 
 /// Elsewhere: no cache, the thread id is looked up every time.

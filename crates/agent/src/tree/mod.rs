@@ -7,3 +7,4 @@ pub mod calltree;
 pub mod clock;
 pub mod methods;
 pub mod threads;
+pub(crate) mod tls;

@@ -68,54 +68,24 @@ impl std::ops::DerefMut for RegistryGuard {
 
 /// The thread-local slot holding this thread's `&'static ThreadState` (or null).
 ///
-/// On x86-64 it is an initial-exec TLS variable declared in assembly: the hook trampolines read
-/// it with two instructions (`mov` from the GOT, `mov` from `fs:`), where a Rust `thread_local!`
-/// in a shared library goes through `__tls_get_addr` — a call that costs several ns and, on a
-/// thread's first access, allocates (and may clobber vector registers the hooks must preserve).
-/// The price: the library needs 8 bytes of static TLS, which glibc reserves for `dlopen`ed
-/// libraries (`glibc.rtld.optional_static_tls`, 512 bytes by default).
+/// On x86-64 it is an initial-exec TLS word (`tree::tls`), which the hook trampolines read with
+/// two instructions of their own.
 #[cfg(target_arch = "x86_64")]
 pub mod slot {
     use super::ThreadState;
 
-    core::arch::global_asm!(
-        ".pushsection .tbss,\"awT\",@nobits",
-        ".p2align 3",
-        ".globl sonde_thread_state",
-        ".hidden sonde_thread_state",
-        ".type sonde_thread_state, @object",
-        ".size sonde_thread_state, 8",
-        "sonde_thread_state:",
-        ".zero 8",
-        ".popsection",
-    );
+    mod word {
+        crate::tree::tls::tls_word!("sonde_thread_state");
+    }
 
     #[inline(always)]
     pub fn get() -> *const ThreadState {
-        let state: *const ThreadState;
-        // SAFETY: reads this thread's own 8-byte TLS slot through its GOT-held offset.
-        unsafe {
-            core::arch::asm!(
-                "mov {p}, qword ptr [rip + sonde_thread_state@GOTTPOFF]",
-                "mov {p}, qword ptr fs:[{p}]",
-                p = out(reg) state,
-                options(nostack, readonly, preserves_flags),
-            );
-        }
-        state
+        word::get() as *const ThreadState
     }
 
+    #[inline(always)]
     pub fn set(state: *const ThreadState) {
-        // SAFETY: writes this thread's own 8-byte TLS slot.
-        unsafe {
-            core::arch::asm!(
-                "mov {t}, qword ptr [rip + sonde_thread_state@GOTTPOFF]",
-                "mov qword ptr fs:[{t}], {p}",
-                t = out(reg) _,
-                p = in(reg) state,
-                options(nostack, preserves_flags),
-            );
-        }
+        word::set(state as usize)
     }
 }
 
