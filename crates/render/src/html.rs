@@ -35,10 +35,10 @@ use crate::Renderer;
 /// Renders the interactive HTML report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HtmlRenderer {
-    /// Leaves out the page's script and stylesheet, which are the same in every report, and
-    /// keeps its markup and data: for golden tests, which then change only when the markup or
-    /// the data does (inferno has `no_javascript` for the same reason). Such a page does nothing
-    /// in a browser.
+    /// Leaves out the page's script, stylesheet and static markup (`html/body.html`), which are
+    /// the same in every report, and keeps its head and data: for golden tests, which then change
+    /// only when the data does (inferno has `no_javascript` for the same reason). Such a page
+    /// does nothing in a browser.
     pub no_static_assets: bool,
 }
 
@@ -76,7 +76,9 @@ impl Renderer for HtmlRenderer {
             out.write_all(b"</style>\n")?;
         }
         out.write_all(b"</head>\n<body>\n")?;
-        out.write_all(BODY.as_bytes())?;
+        if assets {
+            out.write_all(BODY.as_bytes())?;
+        }
         out.write_all(b"<script type=\"application/json\" id=\"sonde-data\">")?;
         data::write(&mut out, profile)?;
         out.write_all(b"</script>\n")?;
