@@ -29,8 +29,12 @@ Runs are interleaved (round-robin) so machine noise hits every mode alike; figur
 Overhead is the program's own timed part (Stopwatch) against the baseline. The effective rate is
 samples taken per second of CPU time of the sampled threads (from the profile).
 
+With `--compare-agent PATH` (another build of libsonde_agent.so, e.g. before a change), the
+sonde-1000 rows (CoreCLR and Mono) run a second time with that agent (`SONDE_AGENT=PATH`), named
+`…@other`, in the same interleaved rounds.
+
 Usage: scripts/bench-sampling.py [--rounds 5] [--threads 32] [--millions 400] [--mono | --mono-only]
-                                 [--markdown]
+                                 [--markdown] [--compare-agent PATH]
 Needs: cargo build --release; scripts/setup-runtime.sh (SONDE_MONO, Mono's libmono-profiler and
 mprof-report for the Mono rows).
 """
@@ -124,7 +128,10 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--mono", action="store_true", help="add the Mono rows")
     ap.add_argument("--mono-only", action="store_true", help="only the Mono rows")
+    ap.add_argument("--compare-agent", metavar="PATH", help="also run the sonde-1000 rows with this agent")
     args = ap.parse_args()
+    if args.compare_agent and not Path(args.compare_agent).is_file():
+        sys.exit(f"bench: --compare-agent {args.compare_agent}: no such file")
     if not SONDE.exists():
         sys.exit("bench: build first: cargo build --release")
     tools = env_file()
@@ -136,6 +143,16 @@ def main():
         modes = {} if args.mono_only else coreclr_modes(tools, exe, threads, args, work)
         if args.mono or args.mono_only:
             modes.update(mono_modes(tools, exe, threads, args, work))
+        if args.compare_agent:
+            other = {"SONDE_AGENT": str(Path(args.compare_agent).resolve())}
+            for m in ("sonde-1000", "mono-sonde-1000"):
+                if m in modes:
+                    cmd, extra, output = modes[m]
+                    kind, path, log = output
+                    alt = Path(str(path) + ".other")
+                    alt_log = Path(str(log) + ".other") if log else None
+                    cmd = [str(alt) if c == str(path) else str(alt_log) if log and c == str(log) else c for c in cmd]
+                    modes[f"{m}@other"] = (cmd, {**extra, **other}, (kind, alt, alt_log))
         times = {m: [] for m in modes}
         for _ in range(args.rounds):
             for mode, (cmd, extra, _) in modes.items():
@@ -157,6 +174,8 @@ def main():
         results.append((threads, med, facts))
 
     flags = " --mono-only" if args.mono_only else " --mono" if args.mono else ""
+    if args.compare_agent:
+        flags += " --compare-agent OTHER"
     cmdline = (f"scripts/bench-sampling.py --rounds {args.rounds} --threads {args.threads} "
                f"--millions {args.millions}{flags}")
     for threads, med, facts in results:

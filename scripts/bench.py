@@ -26,7 +26,12 @@ median over the rounds. Overheads are per call, against the baseline; ratios com
 overhead with the clock floor (CoreCLR) or with log:calls (Mono). Memory: the profiled process's
 peak RSS with 1x and 10x the calls.
 
+With `--compare-agent PATH` (another build of libsonde_agent.so, e.g. before a change), the exact
+and sampled rows run a second time with that agent (`SONDE_AGENT=PATH`), named `…@other`, in the
+same interleaved rounds: a before/after comparison that machine noise hits alike.
+
 Usage: scripts/bench.py [--rounds 7] [--n 30] [--reps 4] [--mono | --mono-only] [--markdown]
+                        [--compare-agent PATH]
 Needs: target/release/{sonde,libsonde_agent.so} (cargo build --release) and target/sonde-env.sh
 (scripts/setup-runtime.sh; SONDE_MONO and Mono's libmono-profiler for the Mono rows).
 """
@@ -143,6 +148,8 @@ def mono_modes(tools, exe, args, record, work):
 def print_mono(args, med, per_call, over, calls):
     """The Mono table: overheads against `mono` alone, ratios against `--profile=log:calls`."""
     cmdline = f"scripts/bench.py --mono --rounds {args.rounds} --n {args.n} --reps {args.reps}"
+    if args.compare_agent:
+        cmdline += " --compare-agent OTHER"
     log = over["mono-log-calls"]
     mono = [m for m in med if m.startswith("mono-")]
     rows = [(m, med[m], per_call[m], over[m], med[m] / med["mono-baseline"],
@@ -170,7 +177,10 @@ def main():
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--mono", action="store_true", help="add the Mono rows")
     ap.add_argument("--mono-only", action="store_true", help="only the Mono rows")
+    ap.add_argument("--compare-agent", metavar="PATH", help="also run the exact and sampled rows with this agent")
     args = ap.parse_args()
+    if args.compare_agent and not Path(args.compare_agent).is_file():
+        sys.exit(f"bench: --compare-agent {args.compare_agent}: no such file")
     if not SONDE.exists():
         sys.exit("bench: build first: cargo build --release")
     tools = env_file()
@@ -196,6 +206,14 @@ def main():
     modes = {} if args.mono_only else dict(coreclr_modes)
     if args.mono or args.mono_only:
         modes.update(mono_modes(tools, exe, args, record, work))
+    if args.compare_agent:
+        other = {"SONDE_AGENT": str(Path(args.compare_agent).resolve())}
+        for m in ("exact", "sampled", "mono-exact", "mono-sampled"):
+            if m in modes:
+                cmd, extra = modes[m]
+                modes[f"{m}@other"] = (cmd, {**extra, **other})
+                if m in coreclr_modes:
+                    coreclr_modes[f"{m}@other"] = modes[f"{m}@other"]
     times = {m: [] for m in modes}
     calls = None
     for _ in range(args.rounds):
@@ -228,11 +246,13 @@ def main():
         base_peak[reps] = peak
 
     cmdline = f"scripts/bench.py --rounds {args.rounds} --n {args.n} --reps {args.reps}"
+    if args.compare_agent:
+        cmdline += " --compare-agent OTHER"
     floor = over["floor-clock"]
     rows = []
     for m in coreclr_modes:
         ratio_base = med[m] / med["baseline"]
-        ratio_floor = over[m] / floor if floor > 0 and m in ("exact", "sampled", "floor-clock") else None
+        ratio_floor = over[m] / floor if floor > 0 and m in ("exact", "sampled", "floor-clock", "exact@other", "sampled@other") else None
         rows.append((m, med[m], per_call[m], over[m], ratio_base, ratio_floor))
     if args.markdown:
         print(f"Command: `{cmdline}` — Bench.exe Fib({args.n}) x {args.reps} = {calls:,} calls, "

@@ -252,9 +252,11 @@ fn leave(method: MethodKey, tick: u64) {
 struct Exact;
 
 impl CallHooks for Exact {
+    #[inline(always)]
     fn enter(method: MethodKey) {
         enter(method, clock::ticks);
     }
+    #[inline(always)]
     fn leave(method: MethodKey) {
         leave(method, clock::ticks());
     }
@@ -264,9 +266,11 @@ impl CallHooks for Exact {
 struct Untimed;
 
 impl CallHooks for Untimed {
+    #[inline(always)]
     fn enter(method: MethodKey) {
         enter(method, || 0);
     }
+    #[inline(always)]
     fn leave(method: MethodKey) {
         leave(method, 0);
     }
@@ -276,7 +280,9 @@ impl CallHooks for Untimed {
 struct EmptyFloor;
 
 impl CallHooks for EmptyFloor {
+    #[inline(always)]
     fn enter(_: MethodKey) {}
+    #[inline(always)]
     fn leave(_: MethodKey) {}
 }
 
@@ -284,9 +290,11 @@ impl CallHooks for EmptyFloor {
 struct ClockFloor;
 
 impl CallHooks for ClockFloor {
+    #[inline(always)]
     fn enter(_: MethodKey) {
         std::hint::black_box(clock::ticks());
     }
+    #[inline(always)]
     fn leave(_: MethodKey) {
         std::hint::black_box(clock::ticks());
     }
