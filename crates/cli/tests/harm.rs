@@ -209,7 +209,7 @@ fn forked_mono_children_leave_the_parents_session_alone() {
         let log = dir.path().join("agent.log");
         let mut opts = vec!["--mode", mode, "--agent-log"];
         opts.push(log.to_str().expect("a UTF-8 temp path"));
-        let out = record(&file, &opts, &mono_app_command("Harm", &["fork", "100"]));
+        let out = Runtime::Mono.record_app(&file, &opts, "Harm", &["fork", "100"]);
         assert_eq!(out.code(), 0, "{mode}:\n{}", out.describe());
         assert!(out.stdout_str().contains("children exited cleanly: 100 of 100"), "{}", out.describe());
         assert_eq!(sonde_files(dir.path()).len(), 1, "{mode}: one profile");

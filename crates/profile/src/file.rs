@@ -21,7 +21,7 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::Profile;
+use crate::model::{InvalidProfile, Profile};
 
 /// The first eight bytes of every profile file.
 pub const MAGIC: [u8; 8] = *b"SONDEPRF";
@@ -55,7 +55,7 @@ pub enum FileError {
     #[error("corrupt profile: the payload does not decode: {0}")]
     Undecodable(String),
     #[error("invalid profile: {0}")]
-    Invalid(String),
+    Invalid(InvalidProfile),
     #[error("profile I/O failed")]
     Io(#[from] io::Error),
 }

@@ -177,26 +177,106 @@ pub struct Profile {
     pub nodes: Vec<Node>,
 }
 
+/// How a profile breaks an invariant that readers rely on ([`Profile::validate`]). Each message is
+/// one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidProfile {
+    #[error("node {node} names method {method} of {methods}")]
+    MethodOutOfRange { node: usize, method: u32, methods: usize },
+    #[error("node {node} names thread {thread} of {threads}")]
+    ThreadOutOfRange { node: usize, thread: u32, threads: usize },
+    #[error("node {node} has parent {parent}, which does not precede it")]
+    ParentDoesNotPrecede { node: usize, parent: u32 },
+    #[error("node {node} and its parent {parent} are on different threads")]
+    ParentOnAnotherThread { node: usize, parent: u32 },
+}
+
 impl Profile {
     /// Checks the invariants readers rely on: ids in range, parents before children, a node's
     /// thread equal to its parent's.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidProfile> {
         for (i, node) in self.nodes.iter().enumerate() {
             if node.method as usize >= self.methods.len() {
-                return Err(format!("node {i} names method {} of {}", node.method, self.methods.len()));
+                return Err(InvalidProfile::MethodOutOfRange {
+                    node: i,
+                    method: node.method,
+                    methods: self.methods.len(),
+                });
             }
             if node.thread as usize >= self.threads.len() {
-                return Err(format!("node {i} names thread {} of {}", node.thread, self.threads.len()));
+                return Err(InvalidProfile::ThreadOutOfRange {
+                    node: i,
+                    thread: node.thread,
+                    threads: self.threads.len(),
+                });
             }
             if let Some(p) = node.parent {
                 if p as usize >= i {
-                    return Err(format!("node {i} has parent {p}, which does not precede it"));
+                    return Err(InvalidProfile::ParentDoesNotPrecede { node: i, parent: p });
                 }
                 if self.nodes[p as usize].thread != node.thread {
-                    return Err(format!("node {i} and its parent {p} are on different threads"));
+                    return Err(InvalidProfile::ParentOnAnotherThread { node: i, parent: p });
                 }
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::Builder;
+
+    /// Two threads; on thread 0 a root (node 0) and its child (node 1).
+    fn profile() -> Profile {
+        let mut b = Builder::new();
+        let main = b.method("App.Program.Main");
+        let t0 = b.thread();
+        b.thread();
+        let root = b.node(t0, None, main, 1, 10, 0);
+        b.node(t0, Some(root), main, 1, 10, 0);
+        b.finish()
+    }
+
+    /// The file reader and the renderers print these one-line messages as they are.
+    #[test]
+    fn each_broken_invariant_has_its_error_and_message() {
+        assert_eq!(profile().validate(), Ok(()));
+        let broken = |change: fn(&mut Profile)| {
+            let mut p = profile();
+            change(&mut p);
+            let e = p.validate().expect_err("an invalid profile");
+            (e.clone(), e.to_string())
+        };
+        assert_eq!(
+            broken(|p| p.nodes[1].method = 7),
+            (
+                InvalidProfile::MethodOutOfRange { node: 1, method: 7, methods: 1 },
+                "node 1 names method 7 of 1".to_string()
+            )
+        );
+        assert_eq!(
+            broken(|p| p.nodes[0].thread = 5),
+            (
+                InvalidProfile::ThreadOutOfRange { node: 0, thread: 5, threads: 2 },
+                "node 0 names thread 5 of 2".to_string()
+            )
+        );
+        assert_eq!(
+            broken(|p| p.nodes[1].parent = Some(1)),
+            (
+                InvalidProfile::ParentDoesNotPrecede { node: 1, parent: 1 },
+                "node 1 has parent 1, which does not precede it".to_string()
+            )
+        );
+        assert_eq!(
+            broken(|p| p.nodes[1].thread = 1),
+            (
+                InvalidProfile::ParentOnAnotherThread { node: 1, parent: 0 },
+                "node 1 and its parent 0 are on different threads".to_string()
+            )
+        );
     }
 }

@@ -26,6 +26,21 @@ pub const ALL_VARS: &[&str] =
 
 pub const DEFAULT_INTERVAL_US: u64 = 1000;
 
+/// Why the configuration in the environment was refused: a variable holds a value the agent does
+/// not know. Each message is one line and names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("{ENV_MODE}: unknown mode `{0}`")]
+    UnknownMode(String),
+    #[error("{ENV_TIMING}: unknown timing `{0}`")]
+    UnknownTiming(String),
+    #[error("{ENV_INTERVAL_US}: not a positive number: `{0}`")]
+    BadInterval(String),
+    #[error("{ENV_CLOCK}: unknown clock `{0}`")]
+    UnknownClock(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentConfig {
     pub socket: Option<PathBuf>,
@@ -80,20 +95,20 @@ impl AgentConfig {
 
     /// Reads the configuration through `get` (the agent passes `std::env::var`). Unknown or
     /// malformed values are errors: the agent then logs and stays inactive rather than guess.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let mut config = AgentConfig { socket: get(ENV_SOCKET).map(PathBuf::from), ..Default::default() };
         if let Some(mode) = get(ENV_MODE) {
             config.mode = match mode.as_str() {
                 "tracing" => Mode::Tracing,
                 "sampling" => Mode::Sampling,
-                other => return Err(format!("{ENV_MODE}: unknown mode `{other}`")),
+                _ => return Err(ConfigError::UnknownMode(mode)),
             };
         }
         if let Some(timing) = get(ENV_TIMING) {
             config.timing = match timing.as_str() {
                 "exact" => Timing::Exact,
                 "sampled" => Timing::Sampled,
-                other => return Err(format!("{ENV_TIMING}: unknown timing `{other}`")),
+                _ => return Err(ConfigError::UnknownTiming(timing)),
             };
         }
         let patterns = |var| -> Vec<String> {
@@ -103,17 +118,16 @@ impl AgentConfig {
         config.filter.exclude = patterns(ENV_EXCLUDE);
         config.filter.all = get(ENV_ALL).is_some_and(|v| v == "1");
         if let Some(us) = get(ENV_INTERVAL_US) {
-            config.interval_us = us
-                .parse()
-                .ok()
-                .filter(|&us| us > 0)
-                .ok_or_else(|| format!("{ENV_INTERVAL_US}: not a positive number: `{us}`"))?;
+            config.interval_us = match us.parse() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(ConfigError::BadInterval(us)),
+            };
         }
         if let Some(clock) = get(ENV_CLOCK) {
             config.clock = match clock.as_str() {
                 "cpu" => SampleClock::Cpu,
                 "wall" => SampleClock::Wall,
-                other => return Err(format!("{ENV_CLOCK}: unknown clock `{other}`")),
+                _ => return Err(ConfigError::UnknownClock(clock)),
             };
         }
         config.log = get(ENV_LOG).map(PathBuf::from);
@@ -151,5 +165,35 @@ mod tests {
         assert!(AgentConfig::from_env(|k| (k == ENV_MODE).then(|| "fast".to_string())).is_err());
         assert!(AgentConfig::from_env(|k| (k == ENV_INTERVAL_US).then(|| "0".to_string())).is_err());
         assert_eq!(AgentConfig::from_env(|_| None).unwrap(), AgentConfig::default());
+    }
+
+    /// The agent logs these one-line messages as they are.
+    #[test]
+    fn errors_name_the_variable_and_the_value() {
+        let error = |var: &str, value: &str| {
+            AgentConfig::from_env(|k| (k == var).then(|| value.to_string())).expect_err("a bad value")
+        };
+        let cases = [
+            (ENV_MODE, "fast", ConfigError::UnknownMode("fast".into()), "SONDE_MODE: unknown mode `fast`"),
+            (ENV_TIMING, "rough", ConfigError::UnknownTiming("rough".into()), "SONDE_TIMING: unknown timing `rough`"),
+            (
+                ENV_INTERVAL_US,
+                "0",
+                ConfigError::BadInterval("0".into()),
+                "SONDE_INTERVAL_US: not a positive number: `0`",
+            ),
+            (
+                ENV_INTERVAL_US,
+                "-5",
+                ConfigError::BadInterval("-5".into()),
+                "SONDE_INTERVAL_US: not a positive number: `-5`",
+            ),
+            (ENV_CLOCK, "sun", ConfigError::UnknownClock("sun".into()), "SONDE_CLOCK: unknown clock `sun`"),
+        ];
+        for (var, value, expected, message) in cases {
+            let e = error(var, value);
+            assert_eq!(e, expected);
+            assert_eq!(e.to_string(), message);
+        }
     }
 }

@@ -8,6 +8,9 @@
 //!   a hash of the source, so an unchanged app is reused by later runs too. A compilation goes to
 //!   a private directory first and is renamed into place, so concurrent test processes never
 //!   see a half-written app.
+//! - A scenario that concerns both runtimes is written once as `fn scenario(rt: Runtime)` and
+//!   becomes one test per runtime through `on_both_runtimes!` (`scenario::coreclr`,
+//!   `scenario::mono`).
 //! - Every process a test starts runs in its own process group and under a deadline; the whole
 //!   group is killed on timeout and on drop, so no test leaves a `dotnet` behind.
 #![allow(dead_code)] // each test binary uses a different subset
@@ -341,17 +344,132 @@ pub fn run(program: impl AsRef<OsStr>, args: &[OsString]) -> Output {
     Running::spawn(program, args).wait(DEADLINE)
 }
 
-/// Runs a test app directly: `$SONDE_DOTNET <Name>.exe args`.
-pub fn run_app(name: &str, args: &[&str]) -> Output {
-    let mut all = vec![app(name).into_os_string()];
-    all.extend(os(args));
-    run(dotnet(), &all)
+/// A runtime that runs the test apps. The same compiled `<Name>.exe` runs on both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// .NET 8 (`$SONDE_DOTNET`).
+    CoreClr,
+    /// Mono 6.8 (`$SONDE_MONO`).
+    Mono,
 }
 
-/// Runs a test app on Mono: `$SONDE_MONO <Name>.exe args`.
-pub fn run_mono_app(name: &str, args: &[&str]) -> Output {
-    let command = mono_app_command(name, args);
-    run(&command[0], &command[1..])
+impl Runtime {
+    /// `runtime.kind` in a report; the text report names the runtime the same way.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Runtime::CoreClr => "coreclr",
+            Runtime::Mono => "mono",
+        }
+    }
+
+    /// The program that runs an `.exe`: `$SONDE_DOTNET` or `$SONDE_MONO`.
+    pub fn host(self) -> PathBuf {
+        match self {
+            Runtime::CoreClr => dotnet(),
+            Runtime::Mono => mono(),
+        }
+    }
+
+    /// The command line that runs a test app: `<host> <Name>.exe args`.
+    pub fn app_command(self, name: &str, args: &[&str]) -> Vec<OsString> {
+        let mut all = vec![self.host().into_os_string(), app(name).into_os_string()];
+        all.extend(os(args));
+        all
+    }
+
+    /// Runs a test app on its own (without sonde): `<host> <Name>.exe args`.
+    pub fn run_app(self, name: &str, args: &[&str]) -> Output {
+        let command = self.app_command(name, args);
+        run(&command[0], &command[1..])
+    }
+
+    /// `sonde record -o <out> [opts] -- <host> <Name>.exe args`, to completion.
+    pub fn record_app(self, out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
+        record(out, opts, &self.app_command(name, args))
+    }
+
+    /// Asserts that `report` was recorded on this runtime: its kind, and its version (8.x for
+    /// .NET; for Mono the one `mono --version` prints).
+    pub fn assert_recorded_on(self, report: &Value) {
+        assert_eq!(report["runtime"]["kind"], self.kind(), "runtime: {}", report["runtime"]);
+        let version = str_of(&report["runtime"], "version");
+        match self {
+            Runtime::CoreClr => assert!(version.starts_with("8."), "runtime.version is {version:?}, expected 8.x"),
+            Runtime::Mono => assert_eq!(version, mono_version(), "runtime.version"),
+        }
+    }
+
+    /// The exit status (as a shell reports it) of Crash.exe, whose exception is unhandled: .NET
+    /// aborts (SIGABRT, 128 + 6); Mono prints the exception and exits with status 1.
+    pub fn crash_code(self) -> i32 {
+        match self {
+            Runtime::CoreClr => 134,
+            Runtime::Mono => 1,
+        }
+    }
+
+    /// Asserts how a profile of Crash.exe records the end of the process. .NET aborts without a
+    /// shutdown callback: no final snapshot, so the profile is incomplete (it holds the last
+    /// snapshot, sent when the exception was thrown). Mono exits, and the agent's exit handler
+    /// still sends the final snapshot.
+    pub fn assert_crash_end(self, report: &Value) {
+        match self {
+            Runtime::CoreClr => {
+                assert_eq!(report["incomplete"], true, "a crashed process cannot have sent its final snapshot");
+                assert_eq!(report["signal"], 6, "the process died by SIGABRT");
+                assert!(report["exit_code"].is_null(), "exit_code: {}", report["exit_code"]);
+            }
+            Runtime::Mono => {
+                assert_eq!(report["incomplete"], false, "the exit handler sends the final snapshot");
+                assert_eq!(report["exit_code"], 1);
+                assert!(report["signal"].is_null(), "signal: {}", report["signal"]);
+            }
+        }
+    }
+}
+
+/// Mono's version as `mono --version` prints it (`Mono JIT compiler version 6.8.0.105 (...)`).
+pub fn mono_version() -> String {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION
+        .get_or_init(|| {
+            let out = run(mono(), &[OsString::from("--version")]);
+            assert_eq!(out.code(), 0, "mono --version failed:\n{}", out.describe());
+            let first = out.stdout_str().lines().next().unwrap_or_default().to_string();
+            first
+                .split_whitespace()
+                .skip_while(|w| *w != "version")
+                .nth(1)
+                .unwrap_or_else(|| panic!("no version in `mono --version`: {first}"))
+                .to_string()
+        })
+        .clone()
+}
+
+/// One `#[test]` per runtime for each scenario `fn <name>(rt: Runtime)` of the calling file:
+/// `<name>::coreclr` and `<name>::mono` (so `cargo test mono` selects the Mono runs).
+#[allow(unused_macros)] // not every test binary has scenarios for both runtimes
+macro_rules! on_both_runtimes {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[test]
+            fn coreclr() {
+                super::$scenario($crate::support::Runtime::CoreClr)
+            }
+
+            #[test]
+            fn mono() {
+                super::$scenario($crate::support::Runtime::Mono)
+            }
+        }
+    )+};
+}
+#[allow(unused_imports)] // likewise
+pub(crate) use on_both_runtimes;
+
+/// Runs a test app on CoreCLR: `$SONDE_DOTNET <Name>.exe args`.
+pub fn run_app(name: &str, args: &[&str]) -> Output {
+    Runtime::CoreClr.run_app(name, args)
 }
 
 /// The arguments of `sonde record -o <out> [opts] -- command...`.
@@ -364,18 +482,9 @@ pub fn record_args(out: &Path, opts: &[&str], command: &[OsString]) -> Vec<OsStr
     all
 }
 
-/// The command line that runs a test app: `$SONDE_DOTNET <Name>.exe args`.
+/// The command line that runs a test app on CoreCLR: `$SONDE_DOTNET <Name>.exe args`.
 pub fn app_command(name: &str, args: &[&str]) -> Vec<OsString> {
-    let mut all = vec![dotnet().into_os_string(), app(name).into_os_string()];
-    all.extend(os(args));
-    all
-}
-
-/// The command line that runs a test app on Mono: `$SONDE_MONO <Name>.exe args`.
-pub fn mono_app_command(name: &str, args: &[&str]) -> Vec<OsString> {
-    let mut all = vec![mono().into_os_string(), app(name).into_os_string()];
-    all.extend(os(args));
-    all
+    Runtime::CoreClr.app_command(name, args)
 }
 
 /// `sonde record -o <out> [opts] -- command...`, to completion.
@@ -385,12 +494,7 @@ pub fn record(out: &Path, opts: &[&str], command: &[OsString]) -> Output {
 
 /// `sonde record -o <out> [opts] -- $SONDE_DOTNET <Name>.exe args`, to completion.
 pub fn record_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
-    record(out, opts, &app_command(name, args))
-}
-
-/// `sonde record -o <out> [opts] -- $SONDE_MONO <Name>.exe args`, to completion.
-pub fn record_mono_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
-    record(out, opts, &mono_app_command(name, args))
+    Runtime::CoreClr.record_app(out, opts, name, args)
 }
 
 /// `sonde <args>`, to completion.
@@ -660,7 +764,7 @@ pub fn sampled_split(report: &Value, names: &[String]) -> BTreeMap<String, f64> 
 }
 
 /// The sampling-mode facts of a `sonde.report/1` document recorded on runtime `kind`
-/// (`coreclr`, `mono`) with `clock`, and its invariants.
+/// ([`Runtime::kind`]) with `clock`, and its invariants.
 pub fn assert_sampling_facts(report: &Value, clock: &str, kind: &str) {
     assert_eq!(report["schema"], "sonde.report/1");
     assert_eq!(report["mode"], "sampling");

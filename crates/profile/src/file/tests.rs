@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::Compensation;
+use crate::model::{Compensation, InvalidProfile};
 use crate::testkit::{Builder, arb_profile};
 
 fn sample_profile() -> Profile {
@@ -65,7 +65,9 @@ fn save_and_load() {
 fn refuses_to_write_an_invalid_profile() {
     let mut profile = sample_profile();
     profile.nodes[0].method = 99;
-    assert!(matches!(write_profile(Vec::new(), &profile), Err(FileError::Invalid(_))));
+    let e = write_profile(Vec::new(), &profile).unwrap_err();
+    assert!(matches!(e, FileError::Invalid(InvalidProfile::MethodOutOfRange { node: 0, method: 99, .. })), "{e:?}");
+    assert_eq!(e.to_string(), "invalid profile: node 0 names method 99 of 2");
 }
 
 #[test]
