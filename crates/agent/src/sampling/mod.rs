@@ -35,9 +35,9 @@ use std::sync::atomic::Ordering::Relaxed;
 /// Why samples were lost, for the report.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Losses {
-    /// The thread's ring was full when its timer fired (the drain fell behind).
+    /// The thread's ring was full when it was sampled (the drain fell behind).
     pub ring_full: u64,
-    /// A timer signal arrived for no registered thread.
+    /// A sample arrived for no registered thread.
     pub unknown_thread: u64,
     /// More threads than [`MAX_THREADS`] (their samples were never taken).
     pub too_many_threads: u64,
