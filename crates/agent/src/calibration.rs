@@ -9,26 +9,9 @@ use crate::tree::{clock, threads};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, OnceLock};
 
-/// Hooks for measuring the floor under any tracer (benchmarks only, `SONDE_BENCH_HOOKS`): they
-/// record nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Floor {
-    /// Return at once.
-    Empty,
-    /// Read the clock once per hook, nothing else.
-    Clock,
-}
-
-impl Floor {
-    /// `SONDE_BENCH_HOOKS=empty|clock`, read once at start-up by each runtime backend.
-    pub fn from_env() -> Option<Floor> {
-        match std::env::var("SONDE_BENCH_HOOKS").as_deref() {
-            Ok("empty") => Some(Floor::Empty),
-            Ok("clock") => Some(Floor::Clock),
-            _ => None,
-        }
-    }
-}
+/// The benchmark floors (`SONDE_BENCH_HOOKS`, read with the rest of the configuration): hooks
+/// that record nothing, to measure the floor under any tracer.
+pub use sonde_protocol::BenchHooks as Floor;
 
 /// The hooks' own cost in ticks, measured through the real entry points on a private call tree.
 #[derive(Debug, Clone, Copy)]

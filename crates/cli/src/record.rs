@@ -50,6 +50,8 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
             ClockArg::Wall => SampleClock::Wall,
         },
         log: args.agent_log.clone(),
+        // Benchmarks set SONDE_BENCH_HOOKS in sonde's own environment; it passes through.
+        bench_hooks: None,
     };
 
     let mut command = launch::command(&args.command, &agent, &config)?;

@@ -19,6 +19,11 @@ pub const ENV_INTERVAL_US: &str = "SONDE_INTERVAL_US";
 pub const ENV_CLOCK: &str = "SONDE_CLOCK";
 /// Where the agent logs; it never writes to the target's stdout or stderr.
 pub const ENV_LOG: &str = "SONDE_LOG";
+/// Benchmarks only (`scripts/bench*.py`): `empty` or `clock` replaces the tracing hooks (or Mono's
+/// sample callback) with ones that record nothing, to measure the floor under any profiler. Not
+/// in [`ALL_VARS`]: the controller never sets it; it reaches the agent from the environment the
+/// benchmark gives `sonde`.
+pub const ENV_BENCH_HOOKS: &str = "SONDE_BENCH_HOOKS";
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] =
@@ -39,6 +44,26 @@ pub enum ConfigError {
     BadInterval(String),
     #[error("{ENV_CLOCK}: unknown clock `{0}`")]
     UnknownClock(String),
+    #[error("{ENV_BENCH_HOOKS}: unknown benchmark hooks `{0}`")]
+    UnknownBenchHooks(String),
+}
+
+/// Benchmark floor hooks ([`ENV_BENCH_HOOKS`]): they record nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchHooks {
+    /// Return at once.
+    Empty,
+    /// Read the clock once per hook, nothing else.
+    Clock,
+}
+
+impl BenchHooks {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BenchHooks::Empty => "empty",
+            BenchHooks::Clock => "clock",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +75,8 @@ pub struct AgentConfig {
     pub interval_us: u64,
     pub clock: SampleClock,
     pub log: Option<PathBuf>,
+    /// Benchmarks only: see [`ENV_BENCH_HOOKS`].
+    pub bench_hooks: Option<BenchHooks>,
 }
 
 impl Default for AgentConfig {
@@ -62,6 +89,7 @@ impl Default for AgentConfig {
             interval_us: DEFAULT_INTERVAL_US,
             clock: SampleClock::Cpu,
             log: None,
+            bench_hooks: None,
         }
     }
 }
@@ -89,6 +117,9 @@ impl AgentConfig {
         }
         if let Some(log) = &self.log {
             env.push((ENV_LOG, log.display().to_string()));
+        }
+        if let Some(hooks) = self.bench_hooks {
+            env.push((ENV_BENCH_HOOKS, hooks.as_str().to_string()));
         }
         env
     }
@@ -131,6 +162,13 @@ impl AgentConfig {
             };
         }
         config.log = get(ENV_LOG).map(PathBuf::from);
+        if let Some(hooks) = get(ENV_BENCH_HOOKS) {
+            config.bench_hooks = match hooks.as_str() {
+                "empty" => Some(BenchHooks::Empty),
+                "clock" => Some(BenchHooks::Clock),
+                _ => return Err(ConfigError::UnknownBenchHooks(hooks)),
+            };
+        }
         Ok(config)
     }
 }
@@ -154,6 +192,7 @@ mod tests {
             interval_us: 250,
             clock: SampleClock::Wall,
             log: Some("/tmp/agent.log".into()),
+            bench_hooks: Some(BenchHooks::Clock),
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();
@@ -189,6 +228,12 @@ mod tests {
                 "SONDE_INTERVAL_US: not a positive number: `-5`",
             ),
             (ENV_CLOCK, "sun", ConfigError::UnknownClock("sun".into()), "SONDE_CLOCK: unknown clock `sun`"),
+            (
+                ENV_BENCH_HOOKS,
+                "none",
+                ConfigError::UnknownBenchHooks("none".into()),
+                "SONDE_BENCH_HOOKS: unknown benchmark hooks `none`",
+            ),
         ];
         for (var, value, expected, message) in cases {
             let e = error(var, value);

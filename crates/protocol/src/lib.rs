@@ -15,7 +15,7 @@ pub mod filter;
 pub mod frame;
 pub mod message;
 
-pub use config::{AgentConfig, ConfigError};
+pub use config::{AgentConfig, BenchHooks, ConfigError};
 pub use filter::MethodFilter;
 pub use frame::{FrameError, read_frame, write_frame};
 pub use message::*;

@@ -15,7 +15,7 @@
 mod frames;
 pub mod hooks;
 
-use crate::calibration::{self, Floor};
+use crate::calibration;
 use crate::ipc::link::SnapshotFacts;
 use crate::log::log;
 use crate::sampling;
@@ -143,7 +143,7 @@ fn os_thread_id(thread: ThreadID) -> Option<u32> {
 /// Tracing mode: enter/leave hooks on every method the filter selects.
 fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
     let timed = config.timing == Timing::Exact;
-    let floor = Floor::from_env();
+    let floor = config.bench_hooks;
     if let Some(floor) = floor {
         log!("benchmark floor hooks: {floor:?}; nothing is recorded");
     }

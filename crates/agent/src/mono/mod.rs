@@ -84,7 +84,7 @@ pub fn init(desc: &str) {
 /// Tracing mode: the filter and the enter/leave callbacks for the configured timing.
 fn start_tracing(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
     let timed = config.timing == Timing::Exact;
-    let floor = Floor::from_env();
+    let floor = config.bench_hooks;
     if let Some(floor) = floor {
         log!("benchmark floor callbacks: {floor:?}; nothing is recorded");
     }

@@ -72,7 +72,7 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
     sampling::start_external(interval, clock, Box::new(MonoFrames::default()))
         .map_err(|e| StartError::runtime("starting the sampling drain thread", e))?;
     let profiler = mono.create_profiler();
-    let empty = crate::calibration::Floor::from_env() == Some(crate::calibration::Floor::Empty);
+    let empty = config.bench_hooks == Some(crate::calibration::Floor::Empty);
     if empty {
         log!("benchmark floor: Mono's sampler with an empty sample callback; nothing is recorded");
         profiler.enable_sampling::<Agent, EmptyHit>(freq)

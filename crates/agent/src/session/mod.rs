@@ -43,7 +43,7 @@ static ENABLED: AtomicBool = AtomicBool::new(true);
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("bad configuration: {0}")]
-    Config(String),
+    Config(#[from] sonde_protocol::ConfigError),
     #[error("{} is not set: nothing to report to; staying inactive", sonde_protocol::config::ENV_SOCKET)]
     NoController,
     #[error("already loaded (--profile=sonde given twice?); ignoring this one")]
@@ -93,7 +93,7 @@ fn try_start(
     clock::start();
     // No log file yet when the configuration is unreadable: the controller then reports that no
     // agent connected.
-    let config = AgentConfig::from_env(|k| std::env::var(k).ok()).map_err(|e| StartError::Config(e.to_string()))?;
+    let config = AgentConfig::from_env(|k| std::env::var(k).ok())?;
     if let Some(path) = &config.log {
         crate::log::open(path);
     }
