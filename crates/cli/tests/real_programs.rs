@@ -449,6 +449,23 @@ fn module_that_does_not_load_is_reported() {
 }
 
 #[test]
+fn mono_profile_option_given_twice_profiles_once() {
+    // The user's MONO_ENV_OPTIONS already asks for Sonde's module, and the controller appends it
+    // again: Mono calls the entry point twice. The second call is ignored; the first session
+    // profiles the run as usual.
+    let direct = Runtime::Mono.run_app("Calls", &[]);
+    let expected = expected_calls(&direct.stdout_str());
+    let dir = tmp();
+    let file = dir.path().join("twice.sonde");
+    let args = trace_args(&file, &[], &Runtime::Mono.app_command("Calls", &[]));
+    let out = Running::spawn_with_env(sonde(), &args, &[("MONO_ENV_OPTIONS", "--profile=sonde".into())]).wait(DEADLINE);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert_eq!(out.stdout, direct.stdout, "the program did not run normally:\n{}", out.describe());
+    let report = report_json(&file);
+    assert_calls(&report, &expected, "Calls.exe with --profile=sonde given twice");
+}
+
+#[test]
 fn mono_errors_are_one_clear_line() {
     let dir = tmp();
     let file = dir.path().join("x.sonde");

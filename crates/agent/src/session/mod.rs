@@ -79,7 +79,10 @@ pub fn start(
 ) -> Result<&'static Session, StartError> {
     let started = try_start(runtime, version, set_up);
     if let Err(e) = &started {
-        ENABLED.store(false, Relaxed);
+        // A second start leaves the first one's session alone.
+        if !matches!(e, StartError::AlreadyStarted) {
+            ENABLED.store(false, Relaxed);
+        }
         log!("{e}");
     }
     started
