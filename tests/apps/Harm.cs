@@ -11,7 +11,7 @@
 //   Harm.exe sigprof default|ignore|handler|queue|taken
 //                                           the program resets SIGPROF (SIG_DFL, SIG_IGN, its
 //                                           own handler) or sends itself one (sigqueue), or
-//                                           (taken) installs its own handler on every real-time
+//                                           (taken) installs its own (native) handler on every real-time
 //                                           signal above SIGRTMIN+3, then works for a second on
 //                                           the main thread
 //   Harm.exe freedstack                     (CoreCLR, x86-64) managed code on a thread whose
@@ -221,10 +221,16 @@ namespace Acme
                     signal(SIGPROF, Marshal.GetFunctionPointerForDelegate(keep));
                     break;
                 case "taken":
-                    keep = OnSigprof;
+                {
+                    // A native handler, as a real program's would be: one that may run at any
+                    // instruction. (A managed delegate as a signal handler makes the runtime abort
+                    // when a signal finds the thread in managed code: a signal already on its way
+                    // when the handler changes would do that, whoever sent it.)
+                    IntPtr handler = CountingHandler();
                     for (int sig = __libc_current_sigrtmin() + 4; sig <= __libc_current_sigrtmax(); sig++)
-                        signal(sig, Marshal.GetFunctionPointerForDelegate(keep));
+                        signal(sig, handler);
                     break;
+                }
                 case "queue":
                     keep = OnSigprof;
                     signal(SIGPROF, Marshal.GetFunctionPointerForDelegate(keep));
@@ -236,10 +242,31 @@ namespace Acme
                     break;
             }
             Spin(1000);
+            if (how == "taken")
+                handled += (int)Marshal.ReadInt64(nativeHandled);
             if (how == "handler" || how == "queue" || how == "taken")
                 Console.WriteLine("own handler ran: {0}", handled > 0 ? "yes" : "no");
             Console.WriteLine("sigprof {0}: survived", how);
             return 0;
+        }
+
+        // sigprof taken: x86-64 code for a signal handler that counts its calls in `nativeHandled`.
+        static IntPtr nativeHandled;
+
+        static IntPtr CountingHandler()
+        {
+            const int PROT_READ = 1, PROT_WRITE = 2, PROT_EXEC = 4, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20;
+            nativeHandled = Marshal.AllocHGlobal(8);
+            Marshal.WriteInt64(nativeHandled, 0);
+            var code = new byte[15];
+            code[0] = 0x48; code[1] = 0xB8;                       // mov rax, imm64
+            BitConverter.GetBytes(nativeHandled.ToInt64()).CopyTo(code, 2);
+            code[10] = 0xF0; code[11] = 0x48; code[12] = 0xFF; code[13] = 0x00; // lock inc qword [rax]
+            code[14] = 0xC3;                                      // ret
+            IntPtr page = mmap(IntPtr.Zero, new UIntPtr(4096), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, IntPtr.Zero);
+            Marshal.Copy(code, 0, page, code.Length);
+            mprotect(page, new UIntPtr(4096), PROT_READ | PROT_EXEC);
+            return page;
         }
 
         // freedstack: x86-64 code that sets the frame pointer to its first argument and counts its
