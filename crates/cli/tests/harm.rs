@@ -139,10 +139,12 @@ fn field(stdout: &str, prefix: &str, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {key}= on a line starting with {prefix:?} in:\n{stdout}"))
 }
 
-/// Sleeping threads are not interrupted: 40 × usleep(20 ms) and 40 × poll(20 ms) take as long as
-/// without Sonde (within 5%), with either clock. (A signal can still meet a thread entering a
-/// blocking call in the microseconds between the sampler's look and the delivery, rarely, on a
-/// machine busy enough to preempt the thread inside the call: 40 calls let one such race pass.)
+/// Sleeping threads are not interrupted: 40 × usleep(20 ms) and 40 × poll(20 ms) are never cut
+/// short, with either clock. A sleep that is not interrupted lasts at least what it asked for, so
+/// the check is against the 800 ms asked, not against a second run (whose timing depends on the
+/// machine's load). (A signal can still meet a thread entering a blocking call in the
+/// microseconds between the sampler's look and the delivery, rarely, on a machine busy enough to
+/// preempt the thread inside the call: one such race per 40 calls is let pass.)
 #[test]
 fn sleeps_are_not_cut_short() {
     let args = ["sleeps", "40", "20"];
@@ -154,13 +156,12 @@ fn sleeps_are_not_cut_short() {
         let out = record_app(&file, &["--clock", clock], "Harm", &args);
         assert_eq!(out.code(), 0, "{}", out.describe());
         for call in ["usleep", "poll"] {
-            let (alone, profiled) =
-                (field(&direct.stdout_str(), call, "total_ms"), field(&out.stdout_str(), call, "total_ms"));
-            // Never shorter than asked (800 ms), and within 5% of the same program on its own.
-            assert!(profiled >= 800.0 * 0.95, "{clock} clock: 40 {call}s took {profiled} ms instead of 800");
+            let stdout = out.stdout_str();
+            let (total, eintr) = (field(&stdout, call, "total_ms"), field(&stdout, call, "eintr"));
+            assert!(eintr <= 1.0, "{clock} clock: {eintr} of 40 {call}s were interrupted (EINTR)");
             assert!(
-                (profiled - alone).abs() <= alone * 0.05,
-                "{clock} clock: 40 {call}s took {profiled} ms under sonde, {alone} ms without"
+                total >= 800.0 - 20.0 * eintr,
+                "{clock} clock: 40 {call}s of 20 ms took {total} ms ({eintr} interrupted)"
             );
         }
         let report = report_json(&file);
