@@ -65,6 +65,26 @@ namespace Acme
         [DllImport("libc.so.6")]
         static extern int getpid();
 
+        [StructLayout(LayoutKind.Sequential)]
+        struct Timespec
+        {
+            public long sec;
+            public long nsec;
+        }
+
+        [DllImport("libc.so.6")]
+        static extern int clock_gettime(int clock, out Timespec ts);
+
+        const int CLOCK_THREAD_CPUTIME_ID = 3;
+
+        /// This thread's CPU time, in milliseconds.
+        static double ThreadCpuMs()
+        {
+            Timespec ts;
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, out ts);
+            return ts.sec * 1000.0 + ts.nsec / 1e6;
+        }
+
         [DllImport("libc.so.6")]
         static extern int fork();
 
@@ -195,12 +215,14 @@ namespace Acme
             Interlocked.Increment(ref handled);
         }
 
+        // Works until this thread has run for `ms` of CPU time: the same amount of work, and of
+        // CPU-clock samples, however busy the machine is.
         [MethodImpl(MethodImplOptions.NoInlining)]
         static long Spin(int ms)
         {
             long x = 0;
-            var watch = Stopwatch.StartNew();
-            while (watch.ElapsedMilliseconds < ms)
+            double start = ThreadCpuMs();
+            while (ThreadCpuMs() - start < ms)
                 for (int i = 0; i < 10000; i++) x = x * 31 + i;
             return x;
         }

@@ -738,11 +738,14 @@ pub fn sonde_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// `split <Name> <percent>` lines printed by Split.exe.
-pub fn measured_split(stdout: &str) -> BTreeMap<String, f64> {
+/// The split Split.exe measured for samples weighted by `clock`: its `split <Name> <percent>`
+/// lines (each method's share of the thread's CPU time) for `cpu`, its `wall-split` lines for
+/// `wall`.
+pub fn measured_split(stdout: &str, clock: &str) -> BTreeMap<String, f64> {
+    let prefix = if clock == "wall" { "wall-split " } else { "split " };
     stdout
         .lines()
-        .filter_map(|l| l.strip_prefix("split "))
+        .filter_map(|l| l.strip_prefix(prefix))
         .map(|l| {
             let (name, pct) = l.rsplit_once(' ').expect("split line");
             (name.to_string(), pct.parse().expect("percent"))
