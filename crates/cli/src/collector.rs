@@ -45,9 +45,10 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Listens on a fresh socket inside a private (0700) directory.
+    /// Listens on a fresh socket inside a private directory: created `0700` whatever the umask
+    /// (the mode is set explicitly after creation, then checked together with the owner).
     pub fn start(verbose: bool) -> std::io::Result<Collector> {
-        let dir = tempfile::Builder::new().prefix("sonde-").tempdir()?;
+        let dir = private_dir()?;
         let socket = dir.path().join("agent.sock");
         let listener = UnixListener::bind(&socket)?;
         let shared = Arc::new(Mutex::new(Shared { sessions: Vec::new(), writers: Vec::new() }));
@@ -115,6 +116,27 @@ impl Collector {
             s.closed || s.complete
         })
     }
+}
+
+/// A fresh directory only this user can enter: `mkdir` with mode 0700 (a umask can only take
+/// bits away), then `chmod 0700` (in case the umask took the owner's too), then a check that it is
+/// ours and private.
+fn private_dir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir =
+        tempfile::Builder::new().prefix("sonde-").permissions(std::fs::Permissions::from_mode(0o700)).tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    let meta = std::fs::symlink_metadata(dir.path())?;
+    let uid = rustix::process::geteuid().as_raw();
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o777 != 0o700 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private directory of this user (mode {:o}, owner {})",
+            dir.path().display(),
+            meta.mode() & 0o777,
+            meta.uid()
+        )));
+    }
+    Ok(dir)
 }
 
 fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool) {
