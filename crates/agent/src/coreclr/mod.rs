@@ -182,9 +182,7 @@ fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotF
     sampling::start(interval, session::sampling_clock(config), Box::new(frames::ClrFrames::default()))
         .map_err(|e| StartError::runtime("installing the sampler", e))?;
     // The thread initialising the runtime runs Main; it may never be reported as created.
-    let main = threads::gettid();
-    threads::state_for(main);
-    sampling::register(main);
+    session::sample_thread(threads::gettid());
     Ok(session::sampling_facts(config))
 }
 

@@ -162,10 +162,7 @@ impl Events for Agent {
         let os_tid = os_tid.or_else(|| (thread == threads::pthread_self()).then(threads::gettid));
         if let Some(os_tid) = os_tid {
             // (Not unregistered from sampling: see `thread_started`.)
-            let state = threads::registry().by_tid.get(&os_tid).copied();
-            if let Some(state) = state {
-                state.end();
-            }
+            threads::end(os_tid);
         }
     }
 

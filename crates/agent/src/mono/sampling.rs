@@ -82,9 +82,7 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
     .map_err(|e| StartError::runtime("enabling Mono's sampler", e))?;
     profiler.set_events::<Agent>();
     // The thread running the init function initialises the runtime and runs Main.
-    let main = threads::gettid();
-    threads::state_for(main);
-    sampling::register(main);
+    session::sample_thread(threads::gettid());
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
     Ok(session::sampling_facts(config))
 }

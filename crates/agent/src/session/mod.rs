@@ -252,6 +252,12 @@ pub fn thread_started(os_tid: u32) {
     if os_tid == 0 || mode() != Some(Mode::Sampling) {
         return;
     }
+    sample_thread(os_tid);
+}
+
+/// Starts sampling thread `os_tid` (with its call tree). Backends call it for the thread that runs
+/// `Main` while they set sampling up, before any thread event.
+pub fn sample_thread(os_tid: u32) {
     threads::state_for(os_tid);
     sampling::register(os_tid);
 }
@@ -261,10 +267,7 @@ pub fn thread_ended(os_tid: u32) {
     if mode() == Some(Mode::Sampling) {
         sampling::unregister(os_tid);
     }
-    let state = threads::registry().by_tid.get(&os_tid).copied();
-    if let Some(state) = state {
-        state.end();
-    }
+    threads::end(os_tid);
 }
 
 /// A managed thread's name.

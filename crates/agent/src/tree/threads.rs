@@ -134,6 +134,14 @@ fn register_current() -> &'static ThreadState {
     state
 }
 
+/// Closes thread `tid`'s tree, if it has one (it stays in the profile).
+pub fn end(tid: u32) {
+    let state = registry().by_tid.get(&tid).copied();
+    if let Some(state) = state {
+        state.end();
+    }
+}
+
 /// The state of thread `tid`, created and registered if needed (sampling mode builds trees for
 /// threads from another thread, so this does not touch the thread-local slot).
 pub fn state_for(tid: u32) -> &'static ThreadState {
