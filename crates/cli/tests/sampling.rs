@@ -26,16 +26,23 @@ on_both_runtimes!(
     sampling_keeps_data_of_a_crash,
 );
 
-/// Split.exe recordings run one at a time: two profiled programs and their samplers on the
-/// machine's 2 cores preempt each other, and a thread preempted often gets its CPU-clock samples in
-/// larger lumps (the kernel updates another thread's CPU clock at its ticks and context switches),
-/// which widens the sampled split's spread for no fault of the profiler's.
-static SPLIT_RECORDINGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Split.exe recordings run alone, with no other test of this binary beside them: two profiled
+/// programs and their samplers on the machine's 2 cores preempt each other, and a preempted thread
+/// gets its samples in larger lumps (the kernel updates another thread's CPU clock at its ticks and
+/// context switches; a starved sampler thread sends late ticks that stand for several intervals),
+/// which widens the sampled split's spread for no fault of the profiler's. Split recordings take
+/// this lock for writing, every other test here for reading ([`beside_split`]).
+static SPLIT_RECORDINGS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by the tests that do not record Split.exe: see [`SPLIT_RECORDINGS`].
+fn beside_split() -> std::sync::RwLockReadGuard<'static, ()> {
+    SPLIT_RECORDINGS.read().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Records `Split.exe 3` on `rt` with `clock`; checks its exit code and facts; returns the
 /// program's measured split (for `clock`), the sampled one, and the report.
 fn record_split(rt: Runtime, clock: &str) -> (BTreeMap<String, f64>, BTreeMap<String, f64>, Value) {
-    let _alone = SPLIT_RECORDINGS.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = SPLIT_RECORDINGS.write().unwrap_or_else(|e| e.into_inner());
     let dir = tmp();
     let file = dir.path().join("split.sonde");
     let out = rt.record_app(&file, &["--clock", clock], "Split", &["3"]);
@@ -108,6 +115,7 @@ fn record_stress(rt: Runtime, opts: &[&str]) -> Value {
 }
 
 fn sampling_changes_neither_output_nor_exit_code(rt: Runtime) {
+    let _beside = beside_split();
     let report = record_stress(rt, &[]);
     assert_sampling_facts(&report, "cpu", rt.kind());
     let report = record_stress(rt, &["--clock", "wall", "--rate", "2000"]);
@@ -115,11 +123,13 @@ fn sampling_changes_neither_output_nor_exit_code(rt: Runtime) {
 }
 
 fn tracing_changes_neither_output_nor_exit_code_with_64_threads(rt: Runtime) {
+    let _beside = beside_split();
     let report = record_stress(rt, &["--mode", "tracing"]);
     assert_eq!(report["mode"], "tracing");
 }
 
 fn sampling_report_shows_frames_and_contract(rt: Runtime) {
+    let _beside = beside_split();
     let dir = tmp();
     let file = dir.path().join("bench.sonde");
     let out = rt.record_app(&file, &[], "Bench", &["36"]);
@@ -143,6 +153,7 @@ fn sampling_report_shows_frames_and_contract(rt: Runtime) {
 /// Crash.exe's exception is unhandled: .NET aborts, Mono exits with 1 without a runtime shutdown
 /// (see [`Runtime::assert_crash_end`]); the samples taken before are in the profile.
 fn sampling_keeps_data_of_a_crash(rt: Runtime) {
+    let _beside = beside_split();
     let direct = rt.run_app("Crash", &[]);
     assert_eq!(direct.code(), rt.crash_code(), "Crash.exe on its own on {rt:?}:\n{}", direct.describe());
     for (opts, clock) in [(&[][..], "cpu"), (&["--clock", "wall"][..], "wall")] {
@@ -169,6 +180,7 @@ fn mono_sampled_split_matches_coreclr() {
 
 #[test]
 fn both_runtimes_sampled_in_one_recording() {
+    let _beside = beside_split();
     // A shell starts a Mono program and a CoreCLR one, in the default (sampling) mode: each
     // process gets its own sampled profile.
     let dir = tmp();
