@@ -144,7 +144,8 @@ fn field(stdout: &str, prefix: &str, key: &str) -> f64 {
 /// the check is against the 800 ms asked, not against a second run (whose timing depends on the
 /// machine's load). (A signal can still meet a thread entering a blocking call in the
 /// microseconds between the sampler's look and the delivery, rarely, on a machine busy enough to
-/// preempt the thread inside the call: one such race per 40 calls is let pass.)
+/// preempt the thread inside the call: two such races per 40 calls are let pass, the same
+/// 760 ms floor (800 ms − 5%) this test held when it compared total times.)
 #[test]
 fn sleeps_are_not_cut_short() {
     let args = ["sleeps", "40", "20"];
@@ -158,7 +159,7 @@ fn sleeps_are_not_cut_short() {
         for call in ["usleep", "poll"] {
             let stdout = out.stdout_str();
             let (total, eintr) = (field(&stdout, call, "total_ms"), field(&stdout, call, "eintr"));
-            assert!(eintr <= 1.0, "{clock} clock: {eintr} of 40 {call}s were interrupted (EINTR)");
+            assert!(eintr <= 2.0, "{clock} clock: {eintr} of 40 {call}s were interrupted (EINTR)");
             assert!(
                 total >= 800.0 - 20.0 * eintr,
                 "{clock} clock: 40 {call}s of 20 ms took {total} ms ({eintr} interrupted)"
