@@ -1,5 +1,5 @@
-//! Facts about the profiled process the agent needs in several places: its command line, and
-//! whether this is the process that opened the session.
+//! Facts about the profiled process the agent needs in several places: its command line, the
+//! file the agent itself was loaded from, and whether this is the process that opened the session.
 //!
 //! A child the program forks inherits the socket, the agent's threads' locks in whatever state
 //! they were (its threads are not), and the runtime's exit callbacks: it must stay silent
@@ -34,4 +34,28 @@ pub fn command_line() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The file this agent library was loaded from: the mapping of `/proc/self/maps` that holds
+/// this very function's code.
+pub fn own_library() -> Option<std::path::PathBuf> {
+    let here = own_library as fn() -> Option<std::path::PathBuf> as usize;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+        let path = fields.nth(4)?;
+        (start <= here && here < end && path.starts_with('/')).then(|| path.into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_library_holding_this_code_is_found() {
+        // In a test, "the library" is the test executable itself.
+        let found = super::own_library().unwrap();
+        assert_eq!(found, std::env::current_exe().unwrap());
+    }
 }

@@ -5,6 +5,7 @@
 //! finally collects the sessions. An agent that misbehaves is dropped with a note; it never
 //! stops the recording of the others.
 
+use sonde_protocol::trust;
 use sonde_protocol::{
     AgentMessage, ControllerMessage, FrameError, Hello, MethodRecord, PROTOCOL_VERSION, Snapshot, read_frame,
     write_frame,
@@ -118,30 +119,39 @@ impl Collector {
     }
 }
 
-/// A fresh directory only this user can enter: `mkdir` with mode 0700 (a umask can only take
-/// bits away), then `chmod 0700` (in case the umask took the owner's too), then a check that it is
-/// ours and private.
+/// A fresh directory only this user can enter, under `$XDG_RUNTIME_DIR` when there is one (a
+/// directory of this user's that nobody else can create anything in, removed at logout), else in
+/// the temporary directory: `mkdir` with mode 0700 (a umask can only take bits away), then
+/// `chmod 0700` (in case the umask took the owner's too), then a check that it is ours and
+/// private ([`trust::check_private_dir`] — the agent makes the same check before connecting).
 fn private_dir() -> std::io::Result<tempfile::TempDir> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let dir =
-        tempfile::Builder::new().prefix("sonde-").permissions(std::fs::Permissions::from_mode(0o700)).tempdir()?;
+    use std::os::unix::fs::PermissionsExt;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("sonde-").permissions(std::fs::Permissions::from_mode(0o700));
+    let dir = match runtime_dir() {
+        Some(parent) => builder.tempdir_in(parent)?,
+        None => builder.tempdir()?,
+    };
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
-    let meta = std::fs::symlink_metadata(dir.path())?;
-    let uid = rustix::process::geteuid().as_raw();
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o777 != 0o700 {
-        return Err(std::io::Error::other(format!(
-            "{} is not a private directory of this user (mode {:o}, owner {})",
-            dir.path().display(),
-            meta.mode() & 0o777,
-            meta.uid()
-        )));
-    }
+    trust::check_private_dir(dir.path()).map_err(std::io::Error::other)?;
     Ok(dir)
+}
+
+/// `$XDG_RUNTIME_DIR` if it is set, absolute, and a private directory of this user's (under
+/// `sudo` it may still name the invoking user's, which is then not ours).
+fn runtime_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    (dir.is_absolute() && trust::check_private_dir(&dir).is_ok()).then_some(dir)
 }
 
 fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool) {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
+        // The directory keeps others out; the kernel's word on the peer is the second lock.
+        if let Err(e) = trust::check_peer(&stream) {
+            eprintln!("sonde: refused a connection to the agent socket: {e}");
+            continue;
+        }
         let session = Arc::new(Mutex::new(Session::default()));
         let Ok(writer) = stream.try_clone() else { continue };
         {

@@ -3,10 +3,20 @@
 //! CoreCLR loads a profiler named by three environment variables (`CORECLR_ENABLE_PROFILING`,
 //! `CORECLR_PROFILER` = our CLSID, `CORECLR_PROFILER_PATH` = the agent library). Mono loads
 //! `libmono-profiler-<name>.so` for `--profile=<name>`, searching `LD_LIBRARY_PATH` (it refuses an
-//! absolute path), so the controller puts a `libmono-profiler-sonde.so` symlink to the same agent
-//! library in a private directory, prepends that to `LD_LIBRARY_PATH` and appends
-//! `--profile=sonde` to `MONO_ENV_OPTIONS`. The agent's own configuration travels in `SONDE_*`
-//! variables ([`AgentConfig::to_env`]).
+//! absolute path), so a `mono/` directory beside the agent library holds a
+//! `libmono-profiler-sonde.so` symlink to it (made on first use when that directory is ours to
+//! write; an installation ships it), and the controller prepends that directory to
+//! `LD_LIBRARY_PATH` and appends `--profile=sonde` to `MONO_ENV_OPTIONS`. The agent's own
+//! configuration travels in `SONDE_*` variables ([`AgentConfig::to_env`]).
+//!
+//! These variables outlive the recording: a daemon the program starts keeps them after `sonde`
+//! has exited. So nothing they name may be a place someone else could fill later: the module
+//! directory is beside the installed agent, never in the session's temporary directory (which is
+//! deleted at the end, and whose name another user could then take), and the agent library and
+//! every directory above it must be writable by nobody but this user or root, checked before
+//! launch ([`trust::check_not_writable_by_others`]). The socket the variables name is checked by
+//! the agent itself (owner, mode, and the peer's uid), so a late child whose socket is gone, or
+//! re-created by someone else, runs unprofiled.
 //!
 //! Both runtimes' variables are always set, whatever the command: every process the program
 //! starts inherits them, so .NET children are profiled too — a Mono program started by a shell
@@ -17,7 +27,7 @@
 
 use anyhow::{Context, Result, bail};
 use sonde_profile::Mode;
-use sonde_protocol::{AgentConfig, config};
+use sonde_protocol::{AgentConfig, config, trust};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,9 +50,8 @@ pub fn is_mono(program: &str) -> bool {
     name == "mono" || name.starts_with("mono-")
 }
 
-/// A command ready to spawn: `program args…` with the agent's environment. The Mono module
-/// directory goes next to the agent socket, in the collector's private directory, which lives as
-/// long as the recording.
+/// A command ready to spawn: `program args…` with the agent's environment, once the agent
+/// library and its Mono module directory are found trustworthy.
 pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result<Command> {
     if is_mono(&program[0]) && find_program(&program[0]).is_none() {
         bail!(
@@ -50,9 +59,16 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
             program[0]
         );
     }
-    let mono_dir = match config.socket.as_deref().and_then(Path::parent) {
-        Some(private) => Some(mono_module_dir(private, agent)?),
-        None => None,
+    trust::check_not_writable_by_others(agent).map_err(|e| {
+        anyhow::anyhow!("refusing to load the agent {} into the program: {e} (chmod go-w fixes it)", agent.display())
+    })?;
+    let mono_dir = match mono_module_dir(agent) {
+        Ok(dir) => Some(dir),
+        Err(e) if is_mono(&program[0]) => return Err(e),
+        Err(e) => {
+            eprintln!("sonde: Mono programs this command starts will not be profiled: {e:#}");
+            None
+        }
     };
     let mut command = Command::new(&program[0]);
     command.args(&program[1..]);
@@ -63,14 +79,36 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
     Ok(command)
 }
 
-/// `<private>/mono/libmono-profiler-sonde.so` → the agent (by absolute path).
-fn mono_module_dir(private: &Path, agent: &Path) -> Result<PathBuf> {
-    let dir = private.join("mono");
-    let agent = std::path::absolute(agent).with_context(|| format!("cannot resolve {}", agent.display()))?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// `<agent's directory>/mono/`, holding `libmono-profiler-sonde.so` → the agent: found there, or
+/// made (a directory of mode 0755 whatever the umask, and a relative symlink), then checked to
+/// point at this agent and to be writable by nobody else.
+fn mono_module_dir(agent: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let agent = agent.canonicalize().with_context(|| format!("cannot resolve {}", agent.display()))?;
+    let (Some(home), Some(name)) = (agent.parent(), agent.file_name()) else {
+        bail!("{} has no directory", agent.display());
+    };
+    let dir = home.join("mono");
     let module = dir.join(MONO_MODULE);
-    std::os::unix::fs::symlink(&agent, &module)
-        .with_context(|| format!("cannot link {} to {}", module.display(), agent.display()))?;
+    if std::fs::symlink_metadata(&module).is_err() {
+        let made = std::fs::DirBuilder::new().mode(0o755).create(&dir);
+        match made {
+            Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("cannot set the mode of {}", dir.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+        match std::os::unix::fs::symlink(Path::new("..").join(name), &module) {
+            Ok(()) => {}
+            // Another sonde made it at the same moment: checked below like any other.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", module.display())),
+        }
+    }
+    if module.canonicalize().ok().as_deref() != Some(agent.as_path()) {
+        bail!("{} is not a link to the agent {}", module.display(), agent.display());
+    }
+    trust::check_not_writable_by_others(&module).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(dir)
 }
 
@@ -206,11 +244,23 @@ mod tests {
     }
 
     #[test]
-    fn the_mono_module_links_to_the_agent() {
-        let private = tempfile::tempdir().unwrap();
-        let agent = private.path().join("libsonde_agent.so");
+    fn the_mono_module_links_to_the_agent_from_beside_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let agent = home.path().join("libsonde_agent.so");
         std::fs::write(&agent, b"").unwrap();
-        let dir = mono_module_dir(private.path(), &agent).unwrap();
-        assert_eq!(std::fs::read_link(dir.join(MONO_MODULE)).unwrap(), agent);
+        let dir = mono_module_dir(&agent).unwrap();
+        assert_eq!(dir, home.path().canonicalize().unwrap().join("mono"));
+        assert_eq!(std::fs::read_link(dir.join(MONO_MODULE)).unwrap(), Path::new("../libsonde_agent.so"));
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
+        // Found, not made, the second time.
+        assert_eq!(mono_module_dir(&agent).unwrap(), dir);
+        // A module that is not this agent is refused, as is a directory others can write.
+        let other = home.path().join("other.so");
+        std::fs::write(&other, b"").unwrap();
+        assert!(mono_module_dir(&other).unwrap_err().to_string().contains("is not a link to the agent"));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(mono_module_dir(&agent).unwrap_err().to_string().contains("other users can write it"));
     }
 }

@@ -8,12 +8,14 @@
 //! * [`filter`] — which methods get enter/leave hooks.
 //! * [`message`] — the messages and the version handshake.
 //! * [`frame`] — length-prefixed framing over any `Read`/`Write`.
+//! * [`trust`] — the ownership and permission checks both ends make before trusting a path or a peer.
 #![forbid(unsafe_code)]
 
 pub mod config;
 pub mod filter;
 pub mod frame;
 pub mod message;
+pub mod trust;
 
 pub use config::{AgentConfig, BenchHooks, ConfigError};
 pub use filter::MethodFilter;

@@ -51,12 +51,17 @@ pub enum LinkError {
     Handshake(String),
     #[error("controller refused: {0}")]
     Refused(String),
+    #[error("{0}")]
+    Peer(sonde_protocol::trust::TrustError),
 }
 
 impl Link {
     pub fn connect(socket: &Path, hello: Hello) -> Result<Link, LinkError> {
         let mut stream = UnixStream::connect(socket)
             .map_err(|source| LinkError::Connect { socket: socket.to_path_buf(), source })?;
+        // Who listens is checked by the kernel's word (SO_PEERCRED), not by the path: the path
+        // may have been replaced between the session's checks and this connection.
+        sonde_protocol::trust::check_peer(&stream).map_err(LinkError::Peer)?;
         stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(LinkError::Timeouts)?;
         stream.set_write_timeout(Some(WRITE_TIMEOUT)).map_err(LinkError::Timeouts)?;
         write_frame(&mut stream, &AgentMessage::Hello(hello)).map_err(|e| LinkError::Handshake(e.to_string()))?;

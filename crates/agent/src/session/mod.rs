@@ -50,6 +50,10 @@ pub enum StartError {
     AlreadyStarted,
     #[error(transparent)]
     Link(#[from] LinkError),
+    /// The agent's own library, or the socket it was told to use, is not the recording user's
+    /// alone (`sonde_protocol::trust`): staying inactive, saying nothing to whoever listens there.
+    #[error("not trusted, staying inactive: {0}")]
+    Untrusted(#[from] sonde_protocol::trust::TrustError),
     /// The runtime refused a step of the set-up (`what`: the call or the step).
     #[error("{what} failed: {detail}")]
     Runtime { what: &'static str, detail: String },
@@ -105,6 +109,13 @@ fn try_start(
         return Err(StartError::AlreadyStarted);
     }
     let socket = config.socket.clone().ok_or(StartError::NoController)?;
+    // The environment that names the socket outlives the controller: a process started after it
+    // ended may find the path re-created by someone else. Check before a word is said; the link
+    // checks the peer itself once connected.
+    if let Some(library) = process::own_library() {
+        sonde_protocol::trust::check_not_writable_by_others(&library)?;
+    }
+    sonde_protocol::trust::check_socket(&socket)?;
     let hello = Hello {
         protocol: PROTOCOL_VERSION,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
