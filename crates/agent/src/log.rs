@@ -5,8 +5,20 @@ use std::sync::Mutex;
 
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
+/// Opens (or creates, mode 0600) the log. Never through a symlink, and only a file of the
+/// user's: the variable naming it outlives the recording, and a root process must not append to
+/// whatever another user put at that path.
 pub fn open(path: &std::path::Path) {
-    if let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path);
+    let Ok(file) = opened else { return };
+    let ours = file.metadata().is_ok_and(|m| m.is_file() && sonde_protocol::trust::trusted_uid(m.uid()));
+    if ours {
         *FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
     }
 }

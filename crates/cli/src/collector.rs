@@ -10,6 +10,7 @@ use sonde_protocol::{
     AgentMessage, ControllerMessage, FrameError, Hello, MethodRecord, PROTOCOL_VERSION, Snapshot, read_frame,
     write_frame,
 };
+use sonde_render::fmt::Clean;
 use std::collections::BTreeMap;
 use std::io::BufReader;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -186,7 +187,12 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, verbose: bool) -> Result<
     }
     write_frame(&mut writer, &ControllerMessage::Welcome { protocol: PROTOCOL_VERSION }).map_err(|e| e.to_string())?;
     if verbose {
-        eprintln!("sonde: agent connected: pid {} ({} {})", hello.pid, hello.runtime.kind, hello.runtime.version);
+        eprintln!(
+            "sonde: agent connected: pid {} ({} {})",
+            hello.pid,
+            Clean(&hello.runtime.kind),
+            Clean(&hello.runtime.version)
+        );
     }
     lock().hello = Some(hello);
     loop {

@@ -24,7 +24,8 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("sonde: {}", chain(&e));
+            // Errors may quote a profile's contents or a program's arguments: escaped, as all output is.
+            eprintln!("sonde: {}", sonde_render::fmt::Clean(&chain(&e)));
             std::process::exit(2);
         }
     }

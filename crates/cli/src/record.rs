@@ -8,6 +8,7 @@ use crate::summary;
 use anyhow::{Context, Result};
 use sonde_profile::{Mode, SampleClock, Timing};
 use sonde_protocol::{AgentConfig, MethodFilter};
+use sonde_render::fmt::Clean;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -102,7 +103,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
             None if sessions.is_empty() => launch::no_agent_reason(&args.command),
             None => "the agent connected but sent no data".to_string(),
         };
-        eprintln!("sonde: nothing recorded: {reason}");
+        eprintln!("sonde: nothing recorded: {}", Clean(&reason));
         return Ok(if exit != 0 { exit } else { 1 });
     }
     if !v.quiet {
@@ -143,7 +144,7 @@ fn write_profiles(
         let path = if usable.len() == 1 { args.output.clone() } else { with_pid(&args.output, pid) };
         sonde_profile::save(&path, &profile).with_context(|| format!("cannot write {}", path.display()))?;
         for error in &session.errors {
-            eprintln!("sonde: process {pid}: {error}");
+            eprintln!("sonde: process {pid}: {}", Clean(error));
         }
         if profile.run.incomplete && !v.quiet {
             eprintln!(

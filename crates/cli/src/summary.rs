@@ -1,8 +1,9 @@
 //! The short summary `sonde record` prints on stderr: where the profile went and the top methods
-//! by self time (tracing) or self samples (sampling).
+//! by self time (tracing) or self samples (sampling). Names come from the program: every one is
+//! printed through [`Clean`], so none can drive the terminal.
 
 use sonde_profile::{Analysis, Mode, Profile};
-use sonde_render::fmt::{count, duration};
+use sonde_render::fmt::{Clean, count, duration};
 use std::path::Path;
 
 const TOP: usize = 5;
@@ -25,7 +26,7 @@ pub fn print(profile: &Profile, path: &Path) {
         profile.run.pid,
         profile.threads.len(),
         duration(profile.run.wall_ns),
-        path.display()
+        Clean(&path.display().to_string())
     );
     // (method, self weight, self time)
     let mut top: Vec<(usize, u64, u64)> = analysis
@@ -57,6 +58,6 @@ pub fn print(profile: &Profile, path: &Path) {
     for &(id, weight, self_ns) in top.iter().take(TOP) {
         let pct = if total == 0 { 0.0 } else { 100.0 * weight as f64 / total as f64 };
         let first = if sampling { count(weight) } else { count(analysis.methods()[id].calls) };
-        eprintln!("{first:>12} {:>10} {pct:>5.1}%  {}", duration(self_ns), profile.methods[id].name);
+        eprintln!("{first:>12} {:>10} {pct:>5.1}%  {}", duration(self_ns), Clean(&profile.methods[id].name));
     }
 }

@@ -151,7 +151,8 @@ fn another_user_can_neither_reach_nor_talk_to_the_controller() {
     let out = recording.wait(DEADLINE);
     assert_eq!(out.code(), 0, "{}", out.describe());
     assert!(
-        out.stderr_str().contains("refused a connection to the agent socket: the other end of the socket runs as uid 65534"),
+        out.stderr_str()
+            .contains("refused a connection to the agent socket: the other end of the socket runs as uid 65534"),
         "no word of the refused connection:\n{}",
         out.describe()
     );
@@ -253,3 +254,25 @@ fn an_agent_library_others_can_write_is_not_loaded() {
     assert!(stderr.contains("other users can write it"), "{}", out.describe());
     assert!(!profile.exists());
 }
+
+/// Hostile.exe names a type and a method with a window-title OSC sequence, a screen-clearing CSI
+/// sequence, a C1 control and a right-to-left override, and spends its time there.
+fn names_cannot_drive_the_terminal(rt: Runtime) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h.sonde");
+    let out = rt.record_app(&file, &["--mode", "sampling"], "Hostile", &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_text(&file);
+    assert_eq!(report.code(), 0, "{}", report.describe());
+    for (what, text) in [("the record summary", out.stderr_str()), ("the text report", report.stdout_str())] {
+        let raw: Vec<char> =
+            text.chars().filter(|&c| c.is_control() && c != '\n' || ('\u{202A}'..='\u{202E}').contains(&c)).collect();
+        assert!(raw.is_empty(), "{rt:?}: {what} prints {raw:?} raw:\n{text}");
+        assert!(
+            text.contains(r"Spin\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}gnp.exe"),
+            "{rt:?}: {what} does not show the hostile method, escaped:\n{text}"
+        );
+    }
+}
+
+on_both_runtimes!(names_cannot_drive_the_terminal);

@@ -45,14 +45,23 @@ pub fn percent(part: u64, whole: u64) -> String {
     format!("{:.1}%", part as f64 * 100.0 / whole as f64)
 }
 
-/// A string from the profile, with control characters escaped: names come from the profiled
-/// program's metadata and must not be able to move the cursor or recolour the terminal.
+/// A string from the profile, with control characters and bidirectional formatting characters
+/// escaped: names come from the profiled program's metadata and must not be able to move the
+/// cursor, retitle or recolour the terminal, or make text read in another order than it is.
 pub struct Clean<'a>(pub &'a str);
+
+/// True for what [`Clean`] escapes: control characters (C0, DEL, C1 — escape sequences start
+/// with one) and the bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E/F,
+/// U+202A–U+202E, U+2066–U+2069), which reorder the text shown around them.
+pub fn unsafe_in_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
 
 impl fmt::Display for Clean<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in self.0.chars() {
-            if c.is_control() {
+            if unsafe_in_terminal(c) {
                 write!(f, "{}", c.escape_default())?;
             } else {
                 write!(f, "{c}")?;
@@ -104,6 +113,9 @@ mod tests {
         assert_eq!(percent(1, 3), "33.3%");
         assert_eq!(percent(1, 0), "-");
         assert_eq!(Clean("a\u{1b}[31mb\n").to_string(), "a\\u{1b}[31mb\\n");
+        assert_eq!(Clean("\u{1b}]0;t\u{7}\u{9b}2J").to_string(), "\\u{1b}]0;t\\u{7}\\u{9b}2J");
+        assert_eq!(Clean("abc\u{202E}fed\u{2066}x").to_string(), "abc\\u{202e}fed\\u{2066}x");
+        assert_eq!(Clean("Grüße.計算").to_string(), "Grüße.計算", "other Unicode is shown as it is");
     }
 
     #[test]
