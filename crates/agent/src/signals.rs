@@ -121,7 +121,9 @@ pub fn request_snapshot() {
 /// `send_now` on the throwing thread, so the data is out before the process can go — but only
 /// while the call trees are small ([`SYNC_SNAPSHOT_NODES`]): the callback runs where the runtime
 /// cannot collect garbage, so every thread that allocates waits for it, and its cost must stay
-/// bounded (a few milliseconds at most). Otherwise, and for later exceptions, the snapshot
+/// bounded (a few milliseconds at most; the snapshot is built here but written by the link's
+/// writer thread, and waited for only while the controller reads — `ipc::link::Patience::THROW`).
+/// Otherwise, and for later exceptions, the snapshot
 /// thread is only asked ([`request_snapshot`]), and the throwing thread goes on at once. A crash
 /// right after then keeps what the last snapshot held (the controller asks for one every
 /// second).

@@ -40,7 +40,7 @@ struct Shared {
 
 pub struct Collector {
     shared: Arc<Mutex<Shared>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     socket: PathBuf,
     accept: Option<JoinHandle<()>>,
     verbose: bool,
@@ -60,7 +60,7 @@ impl Collector {
                 .name("sonde-accept".into())
                 .spawn(move || accept_loop(listener, shared, verbose))?
         };
-        Ok(Collector { shared, _dir: dir, socket, accept: Some(accept), verbose })
+        Ok(Collector { shared, dir, socket, accept: Some(accept), verbose })
     }
 
     pub fn socket(&self) -> &Path {
@@ -99,6 +99,12 @@ impl Collector {
             }
         }
         let sessions = std::mem::take(&mut self.lock().sessions);
+        for session in &sessions {
+            let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+            if !s.complete {
+                take_spill(&mut s, self.dir.path());
+            }
+        }
         // Dropping the writers closes our end; the accept thread ends when the socket goes.
         self.lock().writers.clear();
         let _ = std::fs::remove_file(&self.socket);
@@ -143,6 +149,40 @@ fn private_dir() -> std::io::Result<tempfile::TempDir> {
 fn runtime_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
     (dir.is_absolute() && trust::check_private_dir(&dir).is_ok()).then_some(dir)
+}
+
+/// What an agent left in the session's directory because this controller did not read in time
+/// (`<pid>.spill`, see the agent's `ipc::link`): one frame, taken when it is newer than what
+/// arrived over the socket. A file that is not the user's own regular file is ignored.
+fn take_spill(session: &mut Session, dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Some(pid) = session.hello.as_ref().map(|h| h.pid) else { return };
+    let path = dir.join(format!("{pid}.spill"));
+    let Ok(meta) = std::fs::symlink_metadata(&path) else { return };
+    if !meta.is_file()
+        || !trust::trusted_uid(meta.uid())
+        || meta.len() > u64::from(sonde_protocol::frame::MAX_FRAME) + 4
+    {
+        return;
+    }
+    let Ok(bytes) = std::fs::read(&path) else { return };
+    match read_frame::<AgentMessage>(&mut bytes.as_slice()) {
+        Ok(AgentMessage::Snapshot(snapshot)) => apply(session, snapshot),
+        Ok(_) => session.errors.push(format!("{} holds no snapshot", path.display())),
+        Err(e) => session.errors.push(format!("{}: {e}", path.display())),
+    }
+}
+
+/// A snapshot that arrived: its methods are kept, and it becomes the latest unless an older one.
+fn apply(session: &mut Session, mut snapshot: Snapshot) {
+    for method in std::mem::take(&mut snapshot.new_methods) {
+        session.methods.insert(method.id, method);
+    }
+    if session.latest.as_ref().is_some_and(|l| l.seq > snapshot.seq) {
+        return;
+    }
+    session.complete |= snapshot.last;
+    session.latest = Some(snapshot);
 }
 
 fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool) {
@@ -197,14 +237,7 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, verbose: bool) -> Result<
     lock().hello = Some(hello);
     loop {
         match read_frame::<AgentMessage>(&mut reader) {
-            Ok(AgentMessage::Snapshot(mut snapshot)) => {
-                let mut s = lock();
-                for method in std::mem::take(&mut snapshot.new_methods) {
-                    s.methods.insert(method.id, method);
-                }
-                s.complete |= snapshot.last;
-                s.latest = Some(snapshot);
-            }
+            Ok(AgentMessage::Snapshot(snapshot)) => apply(&mut lock(), snapshot),
             Ok(AgentMessage::Error(message)) => lock().errors.push(format!("agent: {message}")),
             Ok(AgentMessage::Hello(_)) => return Err("agent repeated its handshake".into()),
             Err(FrameError::Closed) => return Ok(()),

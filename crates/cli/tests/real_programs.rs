@@ -642,3 +642,43 @@ fn text_report() {
         assert_eq!(std::fs::read(&to).expect("the -o file"), to_stdout.stdout, "-o {format} differs from stdout");
     }
 }
+
+/// The controller stopped (SIGSTOP) from before the program's first exception until after it
+/// exited: no throw waits for it (each snapshot it cannot take is replaced by the next, or left
+/// in a file), and once it runs again it writes the whole profile, final snapshot included.
+fn a_stopped_controller_never_blocks_the_program(rt: Runtime) {
+    let dir = tmp();
+    let file = dir.path().join("t.sonde");
+    let mut recording =
+        Running::spawn(sonde(), &record_args(&file, &["--mode", "tracing"], &rt.app_command("Throws", &[])));
+    recording.wait_for_line("ready", DEADLINE);
+    let sonde_pid = rustix::process::Pid::from_raw(recording.pid() as i32).unwrap();
+    rustix::process::kill_process(sonde_pid, rustix::process::Signal::STOP).unwrap();
+    recording.wait_for_line("caught 16", DEADLINE);
+    let stdout = String::from_utf8_lossy(&recording.stdout_so_far()).into_owned();
+    let pid: u32 = stdout.lines().find_map(|l| l.strip_prefix("pid ")).and_then(|p| p.trim().parse().ok()).unwrap();
+    // Until the program has exited (a zombie: its parent, sonde, is stopped).
+    let deadline = Instant::now() + DEADLINE;
+    while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+    {
+        assert!(Instant::now() < deadline, "the program did not exit while sonde was stopped");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rustix::process::kill_process(sonde_pid, rustix::process::Signal::CONT).unwrap();
+    let out = recording.wait(DEADLINE);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let slowest: u64 = out
+        .stdout_str()
+        .lines()
+        .find_map(|l| l.strip_prefix("slowest-throw-ms "))
+        .and_then(|v| v.parse().ok())
+        .expect("no slowest-throw-ms line");
+    // Without the fix a throw waited for the controller for as long as it was stopped (seconds).
+    assert!(slowest < 1000, "{rt:?}: a throw took {slowest} ms while the controller was stopped");
+    let report = report_json(&file);
+    assert_eq!(report["incomplete"], false, "{rt:?}: the final snapshot was lost:\n{}", out.describe());
+    assert_eq!(calls_by_name(&report).get("Throws.Fail"), Some(&16), "{rt:?}: {:?}", calls_by_name(&report));
+}
+
+on_both_runtimes!(a_stopped_controller_never_blocks_the_program);

@@ -21,6 +21,13 @@ pub enum FrameError {
 }
 
 pub fn write_frame<T: Serialize>(w: &mut impl Write, message: &T) -> Result<(), FrameError> {
+    w.write_all(&encode_frame(message)?)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// `message` as the bytes [`write_frame`] would write: for a writer that sends them later.
+pub fn encode_frame<T: Serialize>(message: &T) -> Result<Vec<u8>, FrameError> {
     let payload = postcard::to_stdvec(message)?;
     let len = u32::try_from(payload.len())
         .ok()
@@ -29,9 +36,7 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, message: &T) -> Result<(), 
     let mut buf = Vec::with_capacity(4 + payload.len());
     buf.extend_from_slice(&len.to_le_bytes());
     buf.extend_from_slice(&payload);
-    w.write_all(&buf)?;
-    w.flush()?;
-    Ok(())
+    Ok(buf)
 }
 
 pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read) -> Result<T, FrameError> {
@@ -90,6 +95,7 @@ mod tests {
             lost: 0,
             samples_taken: 0,
             samples_lost: Vec::new(),
+            superseded: 0,
         })
     }
 

@@ -19,5 +19,5 @@ pub mod trust;
 
 pub use config::{AgentConfig, BenchHooks, ConfigError};
 pub use filter::MethodFilter;
-pub use frame::{FrameError, read_frame, write_frame};
+pub use frame::{FrameError, encode_frame, read_frame, write_frame};
 pub use message::*;

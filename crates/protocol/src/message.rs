@@ -4,13 +4,14 @@
 //!
 //! Snapshots are cumulative: each one carries the complete call trees (counters only grow), so a
 //! lost or skipped snapshot loses nothing but freshness. Method metadata is incremental: a snapshot
-//! carries only the methods that no earlier snapshot on this connection carried.
+//! carries the methods that no snapshot delivered earlier on this connection carried (it may
+//! repeat some: the receiver keeps one record per id).
 
 use serde::{Deserialize, Serialize};
 use sonde_profile::{LostSamples, Mode, Runtime, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -107,4 +108,8 @@ pub struct Snapshot {
     pub samples_taken: u64,
     /// Sampling mode: samples lost so far, by reason.
     pub samples_lost: Vec<LostSamples>,
+    /// Snapshots the agent built but replaced by a newer one before it could send them, so far:
+    /// the controller was not reading (stopped, or slow). Nothing is lost while it lives — each
+    /// snapshot holds everything — but a process that dies meanwhile leaves an older one.
+    pub superseded: u64,
 }

@@ -1,33 +1,99 @@
 //! The agent's end of the IPC channel: handshake at start-up, then a thread that answers the
-//! controller's snapshot requests. The final snapshot is sent from the runtime's shutdown callback.
+//! controller's snapshot requests, and a writer thread that alone writes to the socket. The final
+//! snapshot is sent from the runtime's shutdown callback.
 //!
-//! The agent must never block the program on the controller: the handshake and every write have
-//! timeouts, and if the controller goes away the agent just stops sending.
+//! The agent must never block the program on the controller, which may be stopped (Ctrl-Z,
+//! SIGSTOP), slow, or gone. So no program thread ever writes to the socket: a snapshot is built
+//! and encoded where it is asked for, then put in a one-place outbox that the writer thread
+//! empties. A snapshot still waiting there when a newer one comes is replaced by it (snapshots
+//! are cumulative, so nothing is lost while the process lives; the count goes to the controller as
+//! `superseded`). Whoever asked may wait for the delivery, but only while the writer makes
+//! progress ([`Patience`]): a stalled controller costs a throwing thread at most a few
+//! milliseconds, the process's exit at most a second. The writer itself may block for as long as
+//! the controller does — it is our thread, and the process's exit ends it. A snapshot sent as
+//! the process ends (its final one, or a last-chance one) that the controller did not take in
+//! time is *spilled*: written to `<pid>.spill` in the session's private directory, where the
+//! controller looks when the connection ends without a final snapshot.
 //!
 //! The session belongs to the process that opened it: a forked child stays silent
 //! (`process::forked_child`), or two processes would write one stream.
 
 use crate::ipc::snapshot::{self, SnapshotContext};
 use crate::tree::methods::methods;
-use sonde_protocol::{AgentMessage, ControllerMessage, Hello, read_frame, write_frame};
-use std::io::BufReader;
+use sonde_protocol::{AgentMessage, ControllerMessage, Hello, encode_frame, read_frame, write_frame};
+use std::collections::VecDeque;
+use std::io::{BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Error messages waiting for the writer beyond this many are dropped.
+const MAX_QUEUED_ERRORS: usize = 16;
+/// The writer reports progress after each chunk of this size.
+const CHUNK: usize = 64 * 1024;
 
-pub struct Link {
-    state: Mutex<LinkState>,
+/// How long a sender waits for its message to be written: as long as the writer keeps making
+/// progress, giving up once it has made none for `stall` (or at once for `stall` zero).
+#[derive(Clone, Copy, Debug)]
+pub struct Patience {
+    pub stall: Duration,
 }
 
-struct LinkState {
-    stream: Option<UnixStream>,
-    methods_sent: usize,
+impl Patience {
+    /// A snapshot sent with this patience is spilled to a file when it is not delivered.
+    fn spills(self) -> bool {
+        self.stall >= Patience::EXIT.stall
+    }
+
+    /// Do not wait (the controller asked for this snapshot; it will read it when it reads).
+    pub const NONE: Patience = Patience { stall: Duration::ZERO };
+    /// A program thread that threw an exception: the data should be out before the process can
+    /// die of it, but a stalled controller must not hold the thread.
+    pub const THROW: Patience = Patience { stall: Duration::from_millis(20) };
+    /// The last snapshots of a process (its exit, a fatal signal); spilled to a file when the
+    /// controller does not take them.
+    pub const EXIT: Patience = Patience { stall: Duration::from_secs(1) };
+}
+
+pub struct Link {
+    /// Building snapshots: one at a time, in sequence.
+    build: Mutex<Build>,
+    outbox: Mutex<Outbox>,
+    /// Signalled when the outbox gets work (the writer waits) or the writer made progress.
+    changed: Condvar,
+    /// The session's private directory, for spilled snapshots.
+    spill_dir: Option<PathBuf>,
+}
+
+struct Build {
     seq: u64,
+}
+
+#[derive(Default)]
+struct Outbox {
+    /// The next snapshot to write, encoded: (seq, methods it completes, last, bytes).
+    snapshot: Option<Outgoing>,
+    errors: VecDeque<Vec<u8>>,
+    /// Every method record up to this index has been delivered.
+    methods_delivered: usize,
+    /// The newest snapshot written (by seq), and the errors written, so far.
+    written_seq: u64,
+    errors_written: u64,
+    errors_queued: u64,
+    superseded: u64,
+    /// The writer is in the middle of a message and this is when it last moved.
+    busy_since_progress: Option<Instant>,
+    /// The last snapshot was written, or the connection failed: nothing more will be.
+    closed: bool,
+}
+
+struct Outgoing {
+    seq: u64,
+    methods_total: usize,
+    last: bool,
+    bytes: Arc<Vec<u8>>,
 }
 
 /// What snapshots carry besides the trees (fixed at start-up).
@@ -56,14 +122,14 @@ pub enum LinkError {
 }
 
 impl Link {
-    pub fn connect(socket: &Path, hello: Hello) -> Result<Link, LinkError> {
+    pub fn connect(socket: &Path, hello: Hello) -> Result<&'static Link, LinkError> {
         let mut stream = UnixStream::connect(socket)
             .map_err(|source| LinkError::Connect { socket: socket.to_path_buf(), source })?;
         // Who listens is checked by the kernel's word (SO_PEERCRED), not by the path: the path
         // may have been replaced between the session's checks and this connection.
         sonde_protocol::trust::check_peer(&stream).map_err(LinkError::Peer)?;
         stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(LinkError::Timeouts)?;
-        stream.set_write_timeout(Some(WRITE_TIMEOUT)).map_err(LinkError::Timeouts)?;
+        stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT)).map_err(LinkError::Timeouts)?;
         write_frame(&mut stream, &AgentMessage::Hello(hello)).map_err(|e| LinkError::Handshake(e.to_string()))?;
         match read_frame::<ControllerMessage>(&mut stream) {
             Ok(ControllerMessage::Welcome { .. }) => {}
@@ -72,21 +138,35 @@ impl Link {
             Err(e) => return Err(LinkError::Handshake(e.to_string())),
         }
         stream.set_read_timeout(None).map_err(LinkError::Timeouts)?;
+        // The writer blocks as long as the controller does: only the writer writes.
+        stream.set_write_timeout(None).map_err(LinkError::Timeouts)?;
         crate::process::claim_session();
-        Ok(Link { state: Mutex::new(LinkState { stream: Some(stream), methods_sent: 0, seq: 0 }) })
+        let link: &'static Link = Box::leak(Box::new(Link {
+            build: Mutex::new(Build { seq: 0 }),
+            outbox: Mutex::new(Outbox::default()),
+            changed: Condvar::new(),
+            spill_dir: socket.parent().map(Path::to_path_buf),
+        }));
+        let writer = stream.try_clone().map_err(LinkError::Timeouts)?;
+        std::thread::Builder::new()
+            .name("sonde-ipc-write".into())
+            .spawn(move || {
+                crate::signals::block_on_this_thread();
+                link.write_loop(writer);
+            })
+            .map_err(LinkError::Timeouts)?;
+        *READER.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream);
+        Ok(link)
     }
 
     /// Serves snapshot requests until the controller hangs up.
     pub fn serve(&'static self, facts: SnapshotFacts) -> std::io::Result<()> {
-        let reader = match self.lock().stream.as_ref() {
-            Some(stream) => stream.try_clone()?,
-            None => return Ok(()),
-        };
+        let Some(reader) = READER.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
             crate::signals::block_on_this_thread();
             let mut reader = BufReader::new(reader);
             while let Ok(ControllerMessage::RequestSnapshot) = read_frame::<ControllerMessage>(&mut reader) {
-                if !self.send_snapshot(facts, false) {
+                if !self.send_snapshot(facts, false, Patience::NONE) {
                     break;
                 }
             }
@@ -94,27 +174,34 @@ impl Link {
         Ok(())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn outbox(&self) -> MutexGuard<'_, Outbox> {
+        self.outbox.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sends a snapshot; false once the link is gone.
-    pub fn send_snapshot(&self, facts: SnapshotFacts, last: bool) -> bool {
+    /// Builds a snapshot, hands it to the writer (replacing one it has not started), and waits
+    /// for it to be written as `patience` allows. False once nothing more can be sent, or when
+    /// this one was not written within the patience.
+    pub fn send_snapshot(&self, facts: SnapshotFacts, last: bool, patience: Patience) -> bool {
         // Before any lock: a forked child's copy may be held by a thread it does not have.
         if crate::process::forked_child() {
             return false;
         }
-        let mut state = self.lock();
-        if state.stream.is_none() {
-            return false;
-        }
+        let mut build = self.build.lock().unwrap_or_else(|e| e.into_inner());
+        let (methods_delivered, superseded) = {
+            let outbox = self.outbox();
+            if outbox.closed {
+                return false;
+            }
+            (outbox.methods_delivered, outbox.superseded)
+        };
         if facts.sampling {
             crate::sampling::drain();
         }
-        let (new_methods, methods_total) = methods().since(state.methods_sent);
-        state.seq += 1;
+        let (new_methods, methods_total) = methods().since(methods_delivered);
+        build.seq += 1;
+        let seq = build.seq;
         let message = AgentMessage::Snapshot(snapshot::take(SnapshotContext {
-            seq: state.seq,
+            seq,
             last,
             sample_interval_ns: facts.sample_interval_ns,
             hook_cost_ticks: facts
@@ -124,21 +211,52 @@ impl Link {
                 .map(|cost| (cost.inner_ticks, cost.outer_ticks)),
             new_methods,
             sampling: facts.sampling,
+            superseded,
         }));
-        let Some(stream) = state.stream.as_mut() else { return false };
-        match write_frame(stream, &message) {
-            Ok(()) => {
-                state.methods_sent = methods_total;
-                if last {
-                    state.stream = None;
-                }
-                true
-            }
+        let bytes = match encode_frame(&message) {
+            Ok(bytes) => bytes,
             Err(e) => {
-                crate::log::log!("lost the controller: {e}");
-                state.stream = None;
-                false
+                crate::log::log!("cannot encode a snapshot: {e}");
+                return false;
             }
+        };
+        drop(build);
+        let bytes = Arc::new(bytes);
+        let mut outbox = self.outbox();
+        if outbox.closed {
+            return false;
+        }
+        if outbox.snapshot.replace(Outgoing { seq, methods_total, last, bytes: bytes.clone() }).is_some() {
+            outbox.superseded += 1;
+        }
+        self.changed.notify_all();
+        let delivered = self.wait(outbox, patience, |o| o.written_seq >= seq);
+        if !delivered && patience.spills() {
+            self.spill(&bytes);
+        }
+        delivered
+    }
+
+    /// Leaves a snapshot the controller did not take in the session's directory: `<pid>.spill`,
+    /// written whole under another name first, never through a symlink, readable by the user
+    /// alone (the directory was checked to be the user's and private at start-up).
+    fn spill(&self, frame: &[u8]) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let Some(dir) = &self.spill_dir else { return };
+        let pid = std::process::id();
+        let (tmp, path) = (dir.join(format!(".{pid}.spill.tmp")), dir.join(format!("{pid}.spill")));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+            .and_then(|mut file| file.write_all(frame))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        match written {
+            Ok(()) => crate::log::log!("the controller did not read: snapshot left in {}", path.display()),
+            Err(e) => crate::log::log!("the controller did not read, and {} cannot be written: {e}", path.display()),
         }
     }
 
@@ -146,8 +264,89 @@ impl Link {
         if crate::process::forked_child() {
             return;
         }
-        if let Some(stream) = self.lock().stream.as_mut() {
-            let _ = write_frame(stream, &AgentMessage::Error(message));
+        let Ok(bytes) = encode_frame(&AgentMessage::Error(message)) else { return };
+        let mut outbox = self.outbox();
+        if outbox.closed || outbox.errors.len() >= MAX_QUEUED_ERRORS {
+            return;
+        }
+        outbox.errors.push_back(bytes);
+        outbox.errors_queued += 1;
+        let ticket = outbox.errors_queued;
+        self.changed.notify_all();
+        // Errors mostly come at start-up, or just before profiling stops: worth a short wait.
+        self.wait(outbox, Patience::THROW, |o| o.errors_written >= ticket);
+    }
+
+    /// Waits until `done`, while the writer keeps making progress (see [`Patience`]): from the
+    /// writer's last move when it is busy (a writer already stalled longer gets no wait at all),
+    /// from our own start while it is between messages.
+    fn wait(&self, mut outbox: MutexGuard<'_, Outbox>, patience: Patience, done: impl Fn(&Outbox) -> bool) -> bool {
+        let start = Instant::now();
+        loop {
+            if done(&outbox) {
+                return true;
+            }
+            if outbox.closed || patience.stall.is_zero() {
+                return false;
+            }
+            let last_move = outbox.busy_since_progress.unwrap_or(start);
+            let left = patience.stall.saturating_sub(last_move.elapsed());
+            if left.is_zero() {
+                return false;
+            }
+            outbox = self.changed.wait_timeout(outbox, left).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
+
+    fn write_loop(&self, mut stream: UnixStream) {
+        loop {
+            let (bytes, snapshot) = {
+                let mut outbox = self.outbox();
+                loop {
+                    if let Some(error) = outbox.errors.pop_front() {
+                        break (Arc::new(error), None);
+                    }
+                    if let Some(out) = outbox.snapshot.take() {
+                        break (out.bytes, Some((out.seq, out.methods_total, out.last)));
+                    }
+                    outbox = self.changed.wait(outbox).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            let written = self.write_progressively(&mut stream, &bytes);
+            let mut outbox = self.outbox();
+            outbox.busy_since_progress = None;
+            match (written, snapshot) {
+                (Ok(()), Some((seq, methods_total, last))) => {
+                    outbox.written_seq = outbox.written_seq.max(seq);
+                    outbox.methods_delivered = outbox.methods_delivered.max(methods_total);
+                    outbox.closed |= last;
+                }
+                (Ok(()), None) => outbox.errors_written += 1,
+                (Err(e), _) => {
+                    crate::log::log!("lost the controller: {e}");
+                    outbox.closed = true;
+                }
+            }
+            let closed = outbox.closed;
+            self.changed.notify_all();
+            drop(outbox);
+            if closed {
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                return;
+            }
+        }
+    }
+
+    /// Writes `bytes` a chunk at a time, telling waiters after each that the writer moves.
+    fn write_progressively(&self, stream: &mut UnixStream, bytes: &[u8]) -> std::io::Result<()> {
+        for chunk in bytes.chunks(CHUNK) {
+            self.outbox().busy_since_progress = Some(Instant::now());
+            self.changed.notify_all();
+            stream.write_all(chunk)?;
+        }
+        Ok(())
+    }
 }
+
+/// The connection's reading half, between the handshake and the IPC thread that takes it.
+static READER: Mutex<Option<UnixStream>> = Mutex::new(None);

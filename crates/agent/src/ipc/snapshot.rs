@@ -21,6 +21,8 @@ pub struct SnapshotContext {
     pub new_methods: Vec<MethodRecord>,
     /// Sampling mode: include the sampler's counts.
     pub sampling: bool,
+    /// Snapshots replaced before they could be sent, so far.
+    pub superseded: u64,
 }
 
 pub fn take(ctx: SnapshotContext) -> Snapshot {
@@ -70,6 +72,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         lost,
         samples_taken,
         samples_lost,
+        superseded: ctx.superseded,
     }
 }
 

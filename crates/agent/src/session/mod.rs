@@ -11,7 +11,7 @@
 //! panics at their boundary and call the backend's `disable`, which is this one; the hooks' slow
 //! paths run behind [`guarded`].
 
-use crate::ipc::link::{Link, LinkError, SnapshotFacts};
+use crate::ipc::link::{Link, LinkError, Patience, SnapshotFacts};
 use crate::log::log;
 use crate::process;
 use crate::sampled_timing;
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 /// The session of this process, once [`start`] succeeded.
 pub struct Session {
     pub config: AgentConfig,
-    link: Link,
+    link: &'static Link,
     facts: SnapshotFacts,
     shut_down: AtomicBool,
 }
@@ -201,17 +201,18 @@ pub fn send_error(message: String) {
     }
 }
 
-/// A snapshot now, not the last one (the last-chance handlers, exceptions).
-pub fn snapshot_now() {
+/// A snapshot now, not the last one, waited for while the controller reads (see [`Patience`]).
+pub fn snapshot_now(patience: Patience) {
     if let Some(session) = get() {
-        session.link.send_snapshot(session.facts, false);
+        session.link.send_snapshot(session.facts, false, patience);
     }
 }
 
 /// Installs the last-chance snapshot handlers (see [`signals`]); `sigterm` too where the
 /// runtime leaves SIGTERM at its default action.
 pub fn install_last_chance(sigterm: bool) {
-    if let Err(e) = signals::install(sigterm, snapshot_now) {
+    // The snapshot thread sends it; the dying thread's handler waits for it (at most a second).
+    if let Err(e) = signals::install(sigterm, || snapshot_now(Patience::EXIT)) {
         log!("cannot install the last-chance snapshot handlers: {e}");
     }
 }
@@ -220,7 +221,7 @@ pub fn install_last_chance(sigterm: bool) {
 /// [`signals::exception_thrown`]).
 pub fn exception_thrown() {
     if get().is_some() {
-        signals::exception_thrown(snapshot_now);
+        signals::exception_thrown(|| snapshot_now(Patience::THROW));
     }
 }
 
@@ -242,7 +243,7 @@ pub fn final_snapshot(why: &str) {
         let (taken, losses) = sampling::totals();
         log!("samples: {taken} taken in {} stacks; {losses:?}", taken.saturating_sub(losses.deferred));
     }
-    let sent = session.link.send_snapshot(session.facts, true);
+    let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
 }
 

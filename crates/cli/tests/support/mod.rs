@@ -258,6 +258,11 @@ impl Running {
         self.child.id()
     }
 
+    /// The stdout lines read so far (by [`wait_for_line`](Self::wait_for_line)).
+    pub fn stdout_so_far(&self) -> &[u8] {
+        &self.stdout
+    }
+
     /// Waits up to `timeout` for a stdout line equal to `want` (without its newline).
     pub fn wait_for_line(&mut self, want: &str, timeout: Duration) {
         let deadline = Instant::now() + timeout;
