@@ -1,8 +1,8 @@
 //! Last-chance snapshots for a process that dies without shutting its runtime down.
 //!
 //! The runtime's `Shutdown` callback is where the agent sends its final snapshot, but two common
-//! ends skip it: an unhandled exception (the runtime calls `abort()`: SIGABRT) and Ctrl-C (.NET
-//! re-raises SIGINT with the default action when no handler cancels it). For those signals the
+//! ends skip it: an unhandled exception (the runtime calls `abort()`: SIGABRT), Ctrl-C (.NET
+//! re-raises SIGINT with the default action when no handler cancels it) and a hang-up (SIGHUP). For those signals the
 //! agent installs a handler that asks the snapshot thread for one more snapshot, waits for it (at
 //! most [`WAIT`]) and then hands the signal to whatever handler was there before — so the
 //! program's own signal behaviour, and its exit status, stay what they were.
@@ -17,10 +17,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
 use std::time::Duration;
 use std::time::Instant;
 
-/// Signals after which the runtime will not call `Shutdown`. SIGTERM is one of them only on
-/// runtimes that leave it at its default action (Mono: the process just dies), see
-/// [`install`]; CoreCLR handles SIGTERM itself and shuts down cleanly.
-const SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT, libc::SIGTERM];
+/// Signals after which the runtime will not call `Shutdown`: SIGHUP (the terminal closed, or
+/// `sonde` passing on its own) ends a .NET program at once on both runtimes. SIGTERM is one of
+/// them only on runtimes that leave it at its default action (Mono: the process just dies), see
+/// [`install`]; CoreCLR handles SIGTERM itself and shuts down cleanly. SIGTERM stays last.
+const SIGNALS: [libc::c_int; 5] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT, libc::SIGHUP, libc::SIGTERM];
 /// Longest a dying process is held back for its snapshot.
 const WAIT: Duration = Duration::from_secs(1);
 
@@ -37,7 +38,7 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 static LAST_EXCEPTION_SNAPSHOT: Mutex<Option<Instant>> = Mutex::new(None);
 static REQUESTED: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
-static PREVIOUS: [OnceLock<libc::sigaction>; 4] = [const { OnceLock::new() }; 4];
+static PREVIOUS: [OnceLock<libc::sigaction>; 5] = [const { OnceLock::new() }; 5];
 
 /// Blocks [`SIGNALS`] on the calling thread (agent threads call this first).
 pub fn block_on_this_thread() {
@@ -53,10 +54,10 @@ pub fn block_on_this_thread() {
 }
 
 /// Starts the snapshot thread (running `snapshot` on request) and installs the handlers for
-/// SIGINT, SIGQUIT and SIGABRT, and SIGTERM with `sigterm` (for a runtime that leaves SIGTERM at
+/// SIGINT, SIGQUIT, SIGABRT and SIGHUP, and SIGTERM with `sigterm` (for a runtime that leaves SIGTERM at
 /// its default action).
 pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::Result<()> {
-    let signals = if sigterm { &SIGNALS[..] } else { &SIGNALS[..3] };
+    let signals = if sigterm { &SIGNALS[..] } else { &SIGNALS[..SIGNALS.len() - 1] };
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

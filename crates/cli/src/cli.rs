@@ -77,6 +77,9 @@ pub struct RecordArgs {
     /// Profile file to write. With several .NET processes, each gets `STEM.PID.EXT`.
     #[arg(short, long, value_name = "FILE", default_value = "profile.sonde")]
     pub output: PathBuf,
+    /// Overwrite the output file even when it is not a Sonde profile.
+    #[arg(long)]
+    pub force: bool,
     /// Let the agent log to this file (it never writes to the program's stdout/stderr).
     #[arg(long, value_name = "FILE")]
     pub agent_log: Option<PathBuf>,

@@ -90,7 +90,7 @@ impl Collector {
         }
         if !self.all_closed() {
             if self.verbose {
-                eprintln!("sonde: some agents are still running; taking their latest data");
+                crate::say!("sonde: some agents are still running; taking their latest data");
             }
             self.request_snapshots();
             let grace = Instant::now() + Duration::from_millis(500);
@@ -135,13 +135,40 @@ fn private_dir() -> std::io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     let mut builder = tempfile::Builder::new();
     builder.prefix("sonde-").permissions(std::fs::Permissions::from_mode(0o700));
-    let dir = match runtime_dir() {
-        Some(parent) => builder.tempdir_in(parent)?,
-        None => builder.tempdir()?,
-    };
+    let parent = runtime_dir().unwrap_or_else(std::env::temp_dir);
+    sweep_stale(&parent);
+    let dir = builder.tempdir_in(&parent)?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
     trust::check_private_dir(dir.path()).map_err(std::io::Error::other)?;
     Ok(dir)
+}
+
+/// Removes what recordings that were killed (SIGKILL, a crash) left in `parent`: directories
+/// `sonde-*` of this user's, private, whose socket nobody listens on any more (a refused
+/// connection), or that have no socket at all and are older than a minute (the moment between a
+/// directory's creation and its socket's). Anything else is left alone.
+fn sweep_stale(parent: &Path) {
+    const GRACE: Duration = Duration::from_secs(60);
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let ours = entry.metadata().is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == trust::user());
+        if !entry.file_name().to_string_lossy().starts_with("sonde-")
+            || !ours
+            || trust::check_private_dir(&dir).is_err()
+        {
+            continue;
+        }
+        let socket = dir.join("agent.sock");
+        let stale = if std::fs::symlink_metadata(&socket).is_ok() {
+            UnixStream::connect(&socket).is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+        } else {
+            entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age > GRACE))
+        };
+        if stale {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
 }
 
 /// `$XDG_RUNTIME_DIR` if it is set, absolute, and a private directory of this user's (under
@@ -190,7 +217,7 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool
         let Ok(stream) = stream else { continue };
         // The directory keeps others out; the kernel's word on the peer is the second lock.
         if let Err(e) = trust::check_peer(&stream) {
-            eprintln!("sonde: refused a connection to the agent socket: {e}");
+            crate::say!("sonde: refused a connection to the agent socket: {e}");
             continue;
         }
         let session = Arc::new(Mutex::new(Session::default()));
@@ -227,7 +254,7 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, verbose: bool) -> Result<
     }
     write_frame(&mut writer, &ControllerMessage::Welcome { protocol: PROTOCOL_VERSION }).map_err(|e| e.to_string())?;
     if verbose {
-        eprintln!(
+        crate::say!(
             "sonde: agent connected: pid {} ({} {})",
             hello.pid,
             Clean(&hello.runtime.kind),

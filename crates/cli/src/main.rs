@@ -7,12 +7,23 @@ mod assemble;
 mod cli;
 mod collector;
 mod launch;
+mod output;
 mod record;
 mod report;
 mod summary;
 
 use clap::Parser;
 use cli::{Cli, Command};
+
+/// `eprintln!` that never panics: stderr may be a terminal that was closed (SIGHUP) or a pipe
+/// nobody reads any more, and a profile must still be written after that.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 fn main() {
     let cli = Cli::parse();
@@ -25,14 +36,14 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             // Errors may quote a profile's contents or a program's arguments: escaped, as all output is.
-            eprintln!("sonde: {}", sonde_render::fmt::Clean(&chain(&e)));
+            say!("sonde: {}", sonde_render::fmt::Clean(&chain(&e)));
             std::process::exit(2);
         }
     }
 }
 
 /// `outer: inner: innermost`, each cause once.
-fn chain(e: &anyhow::Error) -> String {
+pub(crate) fn chain(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
         let text = cause.to_string();

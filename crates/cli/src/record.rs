@@ -4,13 +4,14 @@ use crate::assemble::{RunFacts, assemble};
 use crate::cli::{ClockArg, ModeArg, RecordArgs, TimingArg};
 use crate::collector::{Collector, Session};
 use crate::launch;
+use crate::output;
 use crate::summary;
 use anyhow::{Context, Result};
 use sonde_profile::{Mode, SampleClock, Timing};
 use sonde_protocol::{AgentConfig, MethodFilter};
 use sonde_render::fmt::Clean;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,8 @@ pub struct Verbosity {
 /// Returns the exit code `sonde` should end with.
 pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     let agent = launch::locate_agent()?;
+    // Before the program runs: a run whose profile cannot be written is a run for nothing.
+    let output = output::Output::prepare(&args.output, args.force)?;
     let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
     let config = AgentConfig {
         socket: Some(collector.socket().to_path_buf()),
@@ -64,8 +67,13 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGQUIT] {
         signal_hook::flag::register(signal, interrupted.clone()).context("cannot install a signal handler")?;
     }
+    // SIGTERM, and SIGHUP (the terminal was closed), are meant for us: passed on to the program
+    // so that it can shut down cleanly, while we stay to write what it leaves.
     let terminated = Arc::new(AtomicBool::new(false));
+    let hung_up = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone())
+        .context("cannot install a signal handler")?;
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hung_up.clone())
         .context("cannot install a signal handler")?;
 
     let mut child = command.spawn().map_err(|e| match e.kind() {
@@ -81,10 +89,11 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         if interrupted.swap(false, Ordering::Relaxed) {
             collector.request_snapshots();
         }
-        if terminated.swap(false, Ordering::Relaxed) {
-            // SIGTERM is meant for us; pass it on so the program can shut down cleanly.
-            collector.request_snapshots();
-            launch::send_signal(child_pid, rustix::process::Signal::TERM);
+        for (flag, signal) in [(&terminated, rustix::process::Signal::TERM), (&hung_up, rustix::process::Signal::HUP)] {
+            if flag.swap(false, Ordering::Relaxed) {
+                collector.request_snapshots();
+                launch::send_signal(child_pid, signal);
+            }
         }
         if last_snapshot.elapsed() >= SNAPSHOT_PERIOD {
             collector.request_snapshots();
@@ -96,14 +105,14 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     let connected = collector.connected();
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
 
-    let written = write_profiles(&sessions, &args, child_pid, status, v)?;
+    let written = write_profiles(&sessions, &args, &output, child_pid, status, v)?;
     if written.is_empty() {
         let reason = match sessions.iter().flat_map(|s| &s.errors).next() {
             Some(e) => format!("the agent failed: {e}"),
             None if sessions.is_empty() => launch::no_agent_reason(&args.command),
             None => "the agent connected but sent no data".to_string(),
         };
-        eprintln!("sonde: nothing recorded: {}", Clean(&reason));
+        crate::say!("sonde: nothing recorded: {}", Clean(&reason));
         return Ok(if exit != 0 { exit } else { 1 });
     }
     if !v.quiet {
@@ -121,6 +130,7 @@ fn exit_code(status: ExitStatus) -> i32 {
 fn write_profiles(
     sessions: &[Session],
     args: &RecordArgs,
+    output: &output::Output,
     child_pid: u32,
     status: ExitStatus,
     v: &Verbosity,
@@ -138,41 +148,19 @@ fn write_profiles(
             RunFacts { command, exit_code: None, signal: None }
         };
         let Some(profile) = assemble(session, facts) else {
-            eprintln!("sonde: process {pid}: the agent's data was inconsistent; skipped");
+            crate::say!("sonde: process {pid}: the agent's data was inconsistent; skipped");
             continue;
         };
-        let path = if usable.len() == 1 { args.output.clone() } else { with_pid(&args.output, pid) };
-        sonde_profile::save(&path, &profile).with_context(|| format!("cannot write {}", path.display()))?;
+        let path = output.save(&profile, pid, usable.len() == 1)?;
         for error in &session.errors {
-            eprintln!("sonde: process {pid}: {}", Clean(error));
+            crate::say!("sonde: process {pid}: {}", Clean(error));
         }
         if profile.run.incomplete && !v.quiet {
-            eprintln!(
+            crate::say!(
                 "sonde: process {pid} ended without shutting down its runtime: the profile holds its last snapshot"
             );
         }
         written.push((path, profile));
     }
     Ok(written)
-}
-
-/// `out/profile.sonde` → `out/profile.1234.sonde`.
-fn with_pid(path: &Path, pid: u32) -> PathBuf {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}.{pid}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{pid}"),
-    };
-    path.with_file_name(name)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pid_goes_before_the_extension() {
-        assert_eq!(with_pid(Path::new("out/p.sonde"), 42), PathBuf::from("out/p.42.sonde"));
-        assert_eq!(with_pid(Path::new("p"), 7), PathBuf::from("p.7"));
-    }
 }

@@ -21,7 +21,7 @@ pub fn print(profile: &Profile, path: &Path) {
             analysis.methods().iter().filter(|m| m.calls > 0).count()
         )
     };
-    eprintln!(
+    crate::say!(
         "sonde: pid {}: {what} on {} threads in {} → {}",
         profile.run.pid,
         profile.threads.len(),
@@ -38,7 +38,7 @@ pub fn print(profile: &Profile, path: &Path) {
         .collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     if top.is_empty() {
-        eprintln!(
+        crate::say!(
             "sonde: {}",
             if sampling {
                 "no samples were taken (did the program run long enough?)"
@@ -50,7 +50,7 @@ pub fn print(profile: &Profile, path: &Path) {
     }
     let total = if sampling { totals.total_samples } else { totals.total_ns };
     let (label, unit) = if sampling { ("samples", "self") } else { ("calls", "self") };
-    eprintln!(
+    crate::say!(
         "{label:>12} {unit:>10} {:>6}  top methods by self {}",
         "self%",
         if sampling { "samples" } else { "time" }
@@ -58,6 +58,6 @@ pub fn print(profile: &Profile, path: &Path) {
     for &(id, weight, self_ns) in top.iter().take(TOP) {
         let pct = if total == 0 { 0.0 } else { 100.0 * weight as f64 / total as f64 };
         let first = if sampling { count(weight) } else { count(analysis.methods()[id].calls) };
-        eprintln!("{first:>12} {:>10} {pct:>5.1}%  {}", duration(self_ns), Clean(&profile.methods[id].name));
+        crate::say!("{first:>12} {:>10} {pct:>5.1}%  {}", duration(self_ns), Clean(&profile.methods[id].name));
     }
 }

@@ -13,7 +13,7 @@ mod support;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -682,3 +682,150 @@ fn a_stopped_controller_never_blocks_the_program(rt: Runtime) {
 }
 
 on_both_runtimes!(a_stopped_controller_never_blocks_the_program);
+
+/// `sh -c SCRIPT sh ARGS…` as a command line.
+fn shell(script: &str, args: &[OsString]) -> Vec<OsString> {
+    let mut all: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into(), "sh".into()];
+    all.extend(args.iter().cloned());
+    all
+}
+
+#[test]
+fn an_output_that_cannot_be_written_is_refused_before_the_program_runs() {
+    let dir = tmp();
+    let marker = dir.path().join("ran");
+    let touch = shell(r#"touch "$1""#, &[marker.clone().into()]);
+    // A directory that does not exist, and a directory.
+    for (output, needle) in
+        [(dir.path().join("no/such/dir/p.sonde"), "cannot write"), (dir.path().to_path_buf(), "is a directory")]
+    {
+        let out = record(&output, &[], &touch);
+        assert_eq!(out.code(), 2, "{}", out.describe());
+        assert_one_error_line(&out, needle);
+        assert!(!marker.exists(), "the program ran although its profile could not be written");
+    }
+    // A file that is not a profile is not overwritten, unless forced.
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "precious").unwrap();
+    let out = record(&notes, &[], &touch);
+    assert_eq!(out.code(), 2, "{}", out.describe());
+    assert_one_error_line(&out, "exists and is not a Sonde profile; not overwriting it (--force overwrites it)");
+    assert!(!marker.exists(), "the program ran");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "precious");
+    let out = record(&notes, &["--force"], &app_command("Calls", &[]));
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    report_json(&notes);
+}
+
+#[test]
+fn two_recordings_to_one_output_keep_both_profiles() {
+    let dir = tmp();
+    let (output, go) = (dir.path().join("p.sonde"), dir.path().join("go"));
+    let mut late = app_command("Calls", &[]);
+    late.insert(0, go.clone().into());
+    let first = Running::spawn(
+        sonde(),
+        &record_args(&output, &[], &shell(r#"while [ ! -e "$1" ]; do sleep 0.02; done; shift; exec "$@""#, &late)),
+    );
+    let second = record_app(&output, &[], "Calls", &[]);
+    assert_eq!(second.code(), 0, "{}", second.describe());
+    let second_pid = report_json(&output)["pid"].clone();
+    std::fs::write(&go, b"").unwrap();
+    let first = first.wait(DEADLINE);
+    assert_eq!(first.code(), 0, "{}", first.describe());
+    assert!(first.stderr_str().contains("was written by someone else during this recording"), "{}", first.describe());
+    assert_eq!(report_json(&output)["pid"], second_pid, "the second recording's profile was replaced");
+    let files = sonde_files(dir.path());
+    assert_eq!(files.len(), 2, "{files:?}");
+    let other = files.iter().find(|f| **f != output).unwrap();
+    let first_pid = report_json(other)["pid"].as_u64().unwrap();
+    assert_eq!(other.file_name().unwrap().to_string_lossy(), format!("p.{first_pid}.sonde"));
+}
+
+#[test]
+fn a_profile_whose_directory_vanished_is_saved_elsewhere() {
+    let dir = tmp();
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let go = dir.path().join("go");
+    let mut late = app_command("Calls", &[]);
+    late.insert(0, go.clone().into());
+    let recording = Running::spawn(
+        sonde(),
+        &record_args(
+            &gone.join("p.sonde"),
+            &["--mode", "tracing"],
+            &shell(r#"while [ ! -e "$1" ]; do sleep 0.02; done; shift; exec "$@""#, &late),
+        ),
+    );
+    // Give sonde time to check the output, then take the directory away.
+    let deadline = Instant::now() + DEADLINE;
+    while std::fs::read_dir(&gone).unwrap().next().is_some() || !sonde_started(recording.pid()) {
+        assert!(Instant::now() < deadline, "sonde never started the program");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_dir(&gone).unwrap();
+    std::fs::write(&go, b"").unwrap();
+    let out = recording.wait(DEADLINE);
+    assert_eq!(out.code(), 0, "the program's exit code must stay its own:\n{}", out.describe());
+    let stderr = out.stderr_str();
+    let saved = stderr
+        .lines()
+        .find_map(|l| l.split_once("; the profile was saved as ").map(|(_, p)| PathBuf::from(p.trim())))
+        .unwrap_or_else(|| panic!("no word of where the profile went:\n{}", out.describe()));
+    let report = report_json(&saved);
+    std::fs::remove_file(&saved).unwrap();
+    assert_eq!(calls_by_name(&report).get("Acme.Calls.Main"), Some(&1), "{}", out.describe());
+}
+
+/// True once process `pid` (sonde) has a child: the program was launched.
+fn sonde_started(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).is_ok_and(|c| !c.trim().is_empty())
+}
+
+/// SIGHUP to sonde (its terminal closed) is passed on; the program dies of it (neither runtime
+/// handles it), and the agent's last-chance handler still sends a snapshot.
+fn a_hangup_is_passed_on_and_the_profile_written(rt: Runtime) {
+    let dir = tmp();
+    let file = dir.path().join("h.sonde");
+    let mut recording = Running::spawn(sonde(), &trace_args(&file, &[], &rt.app_command("Sleeper", &[])));
+    recording.wait_for_line("ready", DEADLINE);
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = rustix::process::Pid::from_raw(recording.pid() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).unwrap();
+    let out = recording.wait(DEADLINE);
+    assert_eq!(out.code(), 128 + libc::SIGHUP, "the program's death by SIGHUP is sonde's exit:\n{}", out.describe());
+    assert!(file.exists(), "no profile:\n{}", out.describe());
+    let report = report_json(&file);
+    assert_eq!(report["signal"], libc::SIGHUP, "{}", out.describe());
+    assert!(calls_by_name(&report).get("Acme.Sleeper.Tick").copied().unwrap_or(0) >= 5, "{:?}", calls_by_name(&report));
+}
+
+on_both_runtimes!(a_hangup_is_passed_on_and_the_profile_written);
+
+#[test]
+fn a_killed_recording_leaves_nothing_behind_after_the_next() {
+    let dir = tmp();
+    let named = dir.path().join("socket");
+    let recording = Running::spawn(
+        sonde(),
+        &record_args(
+            &dir.path().join("k.sonde"),
+            &[],
+            &shell(r#"echo "$SONDE_SOCKET" > "$1"; sleep 60"#, &[named.clone().into()]),
+        ),
+    );
+    let deadline = Instant::now() + DEADLINE;
+    while std::fs::read_to_string(&named).map_or(true, |s| !s.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the program never named its socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let socket = PathBuf::from(std::fs::read_to_string(&named).unwrap().trim());
+    let session_dir = socket.parent().unwrap().to_path_buf();
+    kill_group(recording.pid(), libc::SIGKILL);
+    drop(recording);
+    assert!(session_dir.exists(), "a killed sonde cannot clean up");
+    let out = record(&dir.path().join("n.sonde"), &[], &[OsString::from("/bin/true")]);
+    assert_one_error_line(&out, "no .NET runtime loaded the agent");
+    assert!(!session_dir.exists(), "the next recording did not remove {}", session_dir.display());
+}
