@@ -18,6 +18,7 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+#[derive(Debug)]
 pub struct Output {
     path: PathBuf,
     force: bool,
