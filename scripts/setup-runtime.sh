@@ -78,8 +78,20 @@ if ! compgen -G '/usr/lib/libmono-profiler-log.so*' >/dev/null && ! compgen -G '
 fi
 say "mono: $mono ($("$mono" --version | head -1 | sed 's/.*version \([^ ]*\).*/\1/'))"
 
+# A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
+# the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
+if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then
+    say "installing pythonnet into $root/.venv (the tests host .NET from Python)"
+    python=$(command -v python3 || true)
+    [ -n "$python" ] || { say "python3 is required for the pythonnet tests"; exit 1; }
+    [ -d "$root/.venv" ] || "$python" -m venv "$root/.venv"
+    "$root/.venv/bin/pip" install -q --disable-pip-version-check pythonnet
+fi
+say "python with pythonnet: $root/.venv/bin/python"
+
 cat >"$root/target/sonde-env.sh" <<EOF
 export SONDE_DOTNET='$dotnet'
 export SONDE_MCS='$mcs'
 export SONDE_MONO='$mono'
+export SONDE_PYTHON='$root/.venv/bin/python'
 EOF

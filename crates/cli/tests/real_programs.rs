@@ -829,3 +829,35 @@ fn a_killed_recording_leaves_nothing_behind_after_the_next() {
     assert_one_error_line(&out, "no .NET runtime loaded the agent");
     assert!(!session_dir.exists(), "the next recording did not remove {}", session_dir.display());
 }
+
+/// Python hosting CoreCLR through pythonnet exits without shutting the runtime down: no Shutdown
+/// callback ever comes. The agent's exit handler sends the final snapshot anyway — after a run of
+/// .NET code, and after an error that ends the host early (its exit code kept).
+#[test]
+fn a_host_that_never_shuts_the_runtime_down_keeps_its_data() {
+    let dir = tmp();
+    let host = |file: &Path, args: &[&str]| {
+        let mut command: Vec<OsString> =
+            vec![python().into(), repo_file("tests/apps/host.py").into(), app("Hosted").into()];
+        command.extend(args.iter().map(OsString::from));
+        trace(file, &["--include", "Acme.*"], &command)
+    };
+    let file = dir.path().join("ok.sonde");
+    let out = host(&file, &["1500"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    assert_eq!(report["incomplete"], false, "the final snapshot was lost:\n{}", out.describe());
+    let calls = calls_by_name(&report);
+    assert_eq!(calls.get("Acme.Hosted.Work"), Some(&1), "{calls:?}");
+    assert!(calls.get("Acme.Hosted.Step").is_some_and(|&n| n > 1000), "{calls:?}");
+    // Taken after Work's 1.5 s, not at the last periodic snapshot.
+    let wall_ns = u64_of(&report, "wall_ns");
+    assert!(wall_ns >= 1_500_000_000, "the profile ends before Work did: {wall_ns} ns");
+
+    let file = dir.path().join("fail.sonde");
+    let out = host(&file, &["300", "fail"]);
+    assert_eq!(out.code(), 3, "the host's exit code is sonde's:\n{}", out.describe());
+    let report = report_json(&file);
+    assert_eq!(report["incomplete"], false, "{}", out.describe());
+    assert_eq!(calls_by_name(&report).get("Acme.Hosted.Work"), Some(&1));
+}

@@ -76,7 +76,6 @@ pub fn init(desc: &str) {
             Mode::Tracing => start_tracing(mono, config)?,
             Mode::Sampling => sampling::start(mono, config)?,
         };
-        session::final_snapshot_at_exit();
         Ok(facts)
     });
 }

@@ -138,6 +138,10 @@ fn try_start(
         }
     };
     let session = SESSION.get_or_init(|| Session { config, link, facts, shut_down: AtomicBool::new(false) });
+    // Whichever comes first sends the final snapshot: the runtime's shutdown event, or the
+    // process's exit — a host that exits without shutting its runtime down (Python with
+    // pythonnet, a native host calling `exit`), or Mono after an unhandled exception.
+    final_snapshot_at_exit();
     sampling::on_notice(send_error);
     if let Err(e) = session.link.serve(facts) {
         log!("cannot start the IPC thread: {e}");
@@ -248,8 +252,9 @@ pub fn final_snapshot(why: &str) {
 }
 
 /// Sends the final snapshot at `exit(3)` too: a runtime may end the process without a shutdown
-/// event (Mono, after printing an unhandled exception).
-pub fn final_snapshot_at_exit() {
+/// event (Mono, after printing an unhandled exception; CoreCLR in a host that never shuts it
+/// down). Bounded like every final snapshot (`Patience::EXIT`).
+fn final_snapshot_at_exit() {
     extern "C" fn at_exit() {
         guarded((), || final_snapshot("exit"));
     }

@@ -58,6 +58,16 @@ pub fn mono() -> PathBuf {
     tool("SONDE_MONO")
 }
 
+/// A Python with pythonnet, hosting CoreCLR without ever shutting it down (`$SONDE_PYTHON`).
+pub fn python() -> PathBuf {
+    tool("SONDE_PYTHON")
+}
+
+/// A file of the repository (`tests/apps/host.py`, …).
+pub fn repo_file(relative: &str) -> PathBuf {
+    repo_root().join(relative)
+}
+
 /// The C# compiler (`$SONDE_MCS`).
 pub fn mcs() -> PathBuf {
     tool("SONDE_MCS")
