@@ -655,7 +655,7 @@ fn a_stopped_controller_never_blocks_the_program(rt: Runtime) {
     let sonde_pid = rustix::process::Pid::from_raw(recording.pid() as i32).unwrap();
     rustix::process::kill_process(sonde_pid, rustix::process::Signal::STOP).unwrap();
     recording.wait_for_line("caught 16", DEADLINE);
-    let stdout = String::from_utf8_lossy(&recording.stdout_so_far()).into_owned();
+    let stdout = String::from_utf8_lossy(recording.stdout_so_far()).into_owned();
     let pid: u32 = stdout.lines().find_map(|l| l.strip_prefix("pid ")).and_then(|p| p.trim().parse().ok()).unwrap();
     // Until the program has exited (a zombie: its parent, sonde, is stopped).
     let deadline = Instant::now() + DEADLINE;
