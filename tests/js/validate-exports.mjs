@@ -44,7 +44,12 @@ function speedscope(file, expect) {
     check(Number.isInteger(data.activeProfileIndex) && data.activeProfileIndex >= 0
         && data.activeProfileIndex < data.profiles.length, 'activeProfileIndex names no profile');
     const profiles = data.profiles.map((p, i) => {
-        check(p.type === 'sampled', `profile ${i} is ${p.type}, not sampled`);
+        const frame = (f, where) => {
+            check(Number.isInteger(f) && f >= 0 && f < frames.length, `profile ${i} ${where}: no frame ${f}`);
+            return frames[f].name;
+        };
+        if (p.type === 'evented') return evented(p, i, frame);
+        check(p.type === 'sampled', `profile ${i} is ${p.type}, neither evented nor sampled`);
         check(p.samples.length === p.weights.length, `profile ${i}: ${p.samples.length} stacks, ${p.weights.length} weights`);
         let sum = 0;
         for (const w of p.weights) {
@@ -52,10 +57,7 @@ function speedscope(file, expect) {
             sum += w;
         }
         check(p.endValue - p.startValue === sum, `profile ${i}: endValue ${p.endValue} is not the sum of weights ${sum}`);
-        const stacks = p.samples.map((stack, j) => stack.map(f => {
-            check(Number.isInteger(f) && f >= 0 && f < frames.length, `profile ${i} stack ${j}: no frame ${f}`);
-            return frames[f].name;
-        }));
+        const stacks = p.samples.map((stack, j) => stack.map(f => frame(f, `stack ${j}`)));
         return { name: p.name, unit: p.unit, stacks, weights: p.weights };
     });
     if (expect) {
@@ -64,6 +66,36 @@ function speedscope(file, expect) {
         same(data.activeProfileIndex, expect.activeProfileIndex, 'activeProfileIndex');
     }
     return `${data.profiles.length} profiles, ${frames.length} frames`;
+}
+
+// An evented profile read the way speedscope's CallTreeProfileBuilder reads it: every stretch of
+// time between two events is a sample of the stack open during it. Its importer refuses times
+// that go back, a close that does not name the frame on top, and frames left open; Sonde's
+// exports also leave no time without a frame open and end at endValue.
+function evented(p, i, frame) {
+    const open = [];
+    const stacks = [];
+    const weights = [];
+    let last = p.startValue;
+    p.events.forEach((e, j) => {
+        const name = frame(e.frame, `event ${j}`);
+        check(e.at >= last, `profile ${i} event ${j}: at ${e.at}, before the previous event at ${last}`);
+        if (e.at > last) {
+            check(open.length > 0, `profile ${i} event ${j}: time ${last}..${e.at} with no frame open`);
+            stacks.push(open.map(f => frame(f, 'stack')));
+            weights.push(e.at - last);
+        }
+        last = e.at;
+        if (e.type === 'O') {
+            open.push(e.frame);
+        } else {
+            const top = open.pop();
+            check(top === e.frame, `profile ${i} event ${j}: closes ${name} while ${top === undefined ? 'nothing' : frame(top, 'top')} is open`);
+        }
+    });
+    check(open.length === 0, `profile ${i}: ${open.length} frames left open`);
+    check(last === p.endValue, `profile ${i}: endValue ${p.endValue}, last event at ${last}`);
+    return { name: p.name, unit: p.unit, stacks, weights };
 }
 
 function pprof(file, expect) {

@@ -2,8 +2,9 @@
 //! exports quadratic (issue item 14): `Main` calling `Recurse` recursively, one call per
 //! level, 100 ns of self time each (tracing) or one sample each (sampling).
 //!
-//! `cargo run --release -p sonde-render --example deep_export -- 50000 [tracing|sampling]`
-//! prints one line per format: seconds and bytes written (to a counting sink, not to disk).
+//! `cargo run --release -p sonde-render --example deep_export -- 50000 [tracing|sampling [FORMAT [DIR]]]`
+//! prints one line per format (or for FORMAT alone): seconds and bytes written, to a counting
+//! sink, or to `DIR/deep.FORMAT` when DIR is given.
 
 use std::io::{self, Write};
 use std::time::Instant;
@@ -84,14 +85,22 @@ fn main() {
         _ => Mode::Tracing,
     };
     let only: Option<Format> = args.next().and_then(|f| f.parse().ok());
+    let dir = args.next();
     let profile = chain(depth, mode);
     println!("depth {depth}, {} mode", mode.as_str());
     for format in Format::ALL.into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
         let mut out = Count(0);
         let start = Instant::now();
-        let result = renderer(format).render(&profile, &mut out);
+        let result = match &dir {
+            Some(dir) => {
+                let mut file = std::fs::File::create(format!("{dir}/deep.{format}")).expect("creating the output");
+                renderer(format).render(&profile, &mut file).and_then(|()| file.flush())
+            }
+            None => renderer(format).render(&profile, &mut out),
+        };
         let secs = start.elapsed().as_secs_f64();
         match result {
+            Ok(()) if dir.is_some() => println!("{:<11} {secs:>8.3} s", format.name()),
             Ok(()) => println!("{:<11} {secs:>8.3} s {:>15} bytes", format.name(), out.0),
             Err(e) => println!("{:<11} {secs:>8.3} s error: {e}", format.name()),
         }

@@ -8,6 +8,13 @@
 //! callees) comes from [`sonde_profile::analysis`], so every format reports the same numbers.
 //! A profile that fails [`Profile::validate`] is refused with an `InvalidData` error, never a
 //! panic. No `unsafe` code.
+//!
+//! Every format is linear in the number of nodes, however deep the tree. Folded stacks, the
+//! flame graph and pprof write each stack out in full, which grows with the square of the depth,
+//! so they and speedscope cut stacks at [`MAX_STACK_FRAMES`] frames, with one marker frame
+//! `[… N frames cut]` carrying the weight of what was cut; the first three also refuse, with a
+//! `FileTooLarge` error and before writing anything, a profile that would exceed their stated
+//! limits ([`MAX_COLLAPSED_BYTES`], [`MAX_FLAMEGRAPH_STACK_BYTES`], [`MAX_PPROF_LOCATION_IDS`]).
 
 #![forbid(unsafe_code)]
 
@@ -26,12 +33,13 @@ use std::str::FromStr;
 
 use sonde_profile::Profile;
 
-pub use collapsed::CollapsedRenderer;
-pub use flamegraph::FlamegraphRenderer;
+pub use collapsed::{CollapsedRenderer, MAX_COLLAPSED_BYTES};
+pub use flamegraph::{FlamegraphRenderer, MAX_FLAMEGRAPH_STACK_BYTES};
 pub use html::HtmlRenderer;
 pub use json::{JsonRenderer, SCHEMA};
-pub use pprof::PprofRenderer;
+pub use pprof::{MAX_PPROF_LOCATION_IDS, PprofRenderer};
 pub use speedscope::SpeedscopeRenderer;
+pub use stacks::MAX_STACK_FRAMES;
 pub use text::TextRenderer;
 
 /// One output format.

@@ -11,6 +11,13 @@
 //!   id + 1; 0 is not a valid id): function name = method name, system name = name and
 //!   signature, file name = module. .NET gives no addresses or line numbers here, so locations
 //!   have neither and there are no mappings.
+//! * Stacks keep at most [`MAX_STACK_FRAMES`] frames, as in the other stack formats: each
+//!   subtree below that depth is one sample, with the subtree's summed values and a last
+//!   (leaf) frame `[… N frames cut]` (`N`: the most frames a stack lost there; its location and
+//!   function come after the methods'), and a comment says so. A sample lists its whole stack,
+//!   so without the cut a recursion 50,000 deep would take 1.25 billion location ids.
+//! * A profile whose samples would list more than [`MAX_PPROF_LOCATION_IDS`] location ids in
+//!   all is refused with an error before anything is written.
 //! * A `thread` string label on every sample (`4250 (Worker)`: OS id and managed name), so `-tagfocus` and
 //!   Pyroscope's label filters can split by thread.
 //! * `time_nanos` from the run's start, `duration_nanos` = its wall time, comments with the
@@ -37,7 +44,13 @@ use sonde_profile::{CallTree, Mode, Profile};
 
 use crate::Renderer;
 use crate::fmt::command_line;
-use crate::stacks::{thread_id, walk};
+use crate::stacks::{MAX_STACK_FRAMES, Stack, cut_frame_name, subtree, thread_id, too_large, walk};
+
+/// The most location ids all samples together may list (100 million): about 150 MB of
+/// protobuf before compression, and 800 MB of pointers once `go tool pprof` has read it. With
+/// stacks cut at [`MAX_STACK_FRAMES`] only a profile with very many very deep stacks comes
+/// near it.
+pub const MAX_PPROF_LOCATION_IDS: u64 = 100_000_000;
 
 /// Renders gzip-compressed `profile.proto`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -157,6 +170,17 @@ impl Renderer for PprofRenderer {
     fn render(&self, profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
         crate::check(profile)?;
         let run = &profile.run;
+        let tree = CallTree::new(profile);
+        // Counted before a byte is written, so that a refusal leaves no partial file.
+        let (mut location_ids, mut cut) = (0u64, false);
+        for_each_sample(profile, &tree, |_, _, stack, cut_frames| {
+            location_ids += stack.len() as u64 + u64::from(cut_frames.is_some());
+            cut |= cut_frames.is_some();
+            Ok(())
+        })?;
+        if location_ids > MAX_PPROF_LOCATION_IDS {
+            return Err(too_large("pprof", location_ids, MAX_PPROF_LOCATION_IDS, "location ids"));
+        }
         let mut strings = Strings::new();
         let mut header = ProfileProto::default();
         match run.mode {
@@ -182,12 +206,18 @@ impl Renderer for PprofRenderer {
             Some(timing) => format!("mode: {} ({} timing)", run.mode.as_str(), timing.as_str()),
             None => format!("mode: {}", run.mode.as_str()),
         };
-        let comments = [
+        let mut comments = vec![
             format!("command: {}", command_line(&run.command)),
             format!("runtime: {} {}", run.runtime.kind, run.runtime.version),
             mode,
             format!("recorded by sonde agent {}", run.agent_version),
         ];
+        if cut {
+            comments.push(format!(
+                "stacks deeper than {MAX_STACK_FRAMES} frames are cut: a \"{}\" frame stands for the rest",
+                cut_frame_name("N")
+            ));
+        }
         header.comment = comments.iter().map(|c| strings.intern(c)).collect();
 
         // Level 1: on a million-node profile it is more than twice as fast as the default
@@ -205,30 +235,27 @@ impl Renderer for PprofRenderer {
         let thread_names: Vec<i64> =
             (0..profile.threads.len()).map(|t| strings.intern(&thread_id(profile, t))).collect();
         let mut used = vec![false; profile.methods.len()];
+        // The cut markers' names by frames cut, and their location (= function) ids, which
+        // follow the methods'.
+        let mut markers: HashMap<u32, u64> = HashMap::new();
+        let mut marker_names: Vec<String> = Vec::new();
         let mut part = ProfileProto::default();
-        let tree = CallTree::new(profile);
-        walk(profile, &tree, tree.roots(), |id, stack| {
-            let node = &profile.nodes[id as usize];
-            let value = match run.mode {
-                Mode::Sampling => {
-                    let ns = match node.self_ns {
-                        0 => run.sample_interval_ns.saturating_mul(node.self_samples),
-                        ns => ns,
-                    };
-                    [int(node.self_samples), int(ns)]
-                }
-                Mode::Tracing => [int(node.calls), int(node.self_ns)],
-            };
-            if value == [0, 0] {
-                return Ok(());
-            }
+        for_each_sample(profile, &tree, |node, value, stack, cut_frames| {
             for &m in stack {
                 used[m as usize] = true;
             }
+            let mut location_id = Vec::with_capacity(stack.len() + 1);
+            if let Some(frames) = cut_frames {
+                location_id.push(*markers.entry(frames).or_insert_with(|| {
+                    marker_names.push(cut_frame_name(frames));
+                    (profile.methods.len() + marker_names.len()) as u64
+                }));
+            }
+            location_id.extend(stack.iter().rev().map(|&m| u64::from(m) + 1));
             part.sample.push(Sample {
-                location_id: stack.iter().rev().map(|&m| u64::from(m) + 1).collect(),
-                value: value.to_vec(),
-                label: vec![Label { key: thread_key, str: thread_names[node.thread as usize] }],
+                location_id,
+                value: value.map(int).to_vec(),
+                label: vec![Label { key: thread_key, str: thread_names[profile.nodes[node as usize].thread as usize] }],
             });
             if part.sample.len() == BATCH {
                 write(&mut out, &part)?;
@@ -239,14 +266,20 @@ impl Renderer for PprofRenderer {
         write(&mut out, &part)?;
         part.sample.clear();
 
-        for (m, method) in profile.methods.iter().enumerate().filter(|&(m, _)| used[m]) {
-            let id = m as u64 + 1;
+        let methods = profile.methods.iter().enumerate().filter(|&(m, _)| used[m]).map(|(m, method)| {
+            (m as u64 + 1, method.name.as_str(), format!("{}{}", method.name, method.signature), method.module.as_str())
+        });
+        let cut_markers = marker_names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| ((profile.methods.len() + 1 + i) as u64, name.as_str(), name.clone(), ""));
+        for (id, name, system_name, file) in methods.chain(cut_markers) {
             part.location.push(Location { id, line: vec![Line { function_id: id }] });
             part.function.push(Function {
                 id,
-                name: strings.intern(&method.name),
-                system_name: strings.intern(&format!("{}{}", method.name, method.signature)),
-                filename: strings.intern(&method.module),
+                name: strings.intern(name),
+                system_name: strings.intern(&system_name),
+                filename: strings.intern(file),
             });
             if part.function.len() == BATCH {
                 write(&mut out, &part)?;
@@ -264,6 +297,47 @@ impl Renderer for PprofRenderer {
         }
         out.into_inner().map_err(io::IntoInnerError::into_error)?.finish()?.flush()
     }
+}
+
+/// Calls `visit(node, values, stack, cut)` for every sample, in depth-first order: each node at
+/// most [`MAX_STACK_FRAMES`] deep whose values are not all zero, with its own values and its
+/// stack (method ids, root first, `cut` = `None`), and each subtree below that depth whose
+/// summed values are not all zero, with those sums, the stack above it and `cut` = the most
+/// frames a stack lost there. `node` says which thread the sample is on.
+fn for_each_sample(
+    profile: &Profile,
+    tree: &CallTree,
+    mut visit: impl FnMut(u32, [u64; 2], &[u32], Option<u32>) -> io::Result<()>,
+) -> io::Result<()> {
+    let run = &profile.run;
+    let values = |node: u32| {
+        let node = &profile.nodes[node as usize];
+        match run.mode {
+            Mode::Sampling => {
+                let ns = match node.self_ns {
+                    0 => run.sample_interval_ns.saturating_mul(node.self_samples),
+                    ns => ns,
+                };
+                [node.self_samples, ns]
+            }
+            Mode::Tracing => [node.calls, node.self_ns],
+        }
+    };
+    walk(profile, tree, tree.roots(), |stack| match stack {
+        Stack::Whole { node, methods } => {
+            let value = values(node);
+            if value == [0, 0] { Ok(()) } else { visit(node, value, methods, None) }
+        }
+        Stack::Cut { node, above } => {
+            let (mut sum, mut below) = ([0u64; 2], 0);
+            subtree(tree, node, |n, depth| {
+                let [a, b] = values(n);
+                sum = [sum[0].saturating_add(a), sum[1].saturating_add(b)];
+                below = below.max(depth);
+            });
+            if sum == [0, 0] { Ok(()) } else { visit(node, sum, above, Some(below + 1)) }
+        }
+    })
 }
 
 /// `profile.proto` counts in `int64`.
