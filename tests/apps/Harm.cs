@@ -435,6 +435,37 @@ namespace Acme
             return ok == children ? 0 : 1;
         }
 
+        // Spins for `ms` of CPU time, then ends the process with Environment.FailFast: the runtime
+        // aborts (SIGABRT, exit status 134), whatever a sampler was doing.
+        static int FailFast(int ms)
+        {
+            Spin(ms);
+            Console.WriteLine("failing fast");
+            Console.Out.Flush();
+            Environment.FailFast("Harm.exe failfast");
+            return 0;
+        }
+
+        static int depth;
+
+        // Unbounded recursion on a thread with a small stack: the runtime reports the stack
+        // overflow and aborts (exit status 134, "Stack overflow." on stderr). `spin` ms of CPU
+        // first, so that samples are being taken when the stack runs out.
+        static int Overflow(int spin)
+        {
+            Spin(spin);
+            var t = new System.Threading.Thread(() => Recurse(0), 256 * 1024);
+            t.Start();
+            t.Join();
+            return 0;
+        }
+
+        static long Recurse(long n)
+        {
+            depth++;
+            return Recurse(n + 1) + n;
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "";
@@ -454,8 +485,12 @@ namespace Acme
                     return Throws(int.Parse(args[1]), int.Parse(args[2]), int.Parse(args[3]));
                 case "fork":
                     return Fork(int.Parse(args[1]));
+                case "failfast":
+                    return FailFast(int.Parse(args[1]));
+                case "overflow":
+                    return Overflow(int.Parse(args[1]));
                 default:
-                    Console.Error.WriteLine("usage: Harm.exe nullref|fpe|sleeps|sigprof|freedstack|throws|fork ...");
+                    Console.Error.WriteLine("usage: Harm.exe nullref|fpe|sleeps|sigprof|freedstack|throws|fork|failfast|overflow ...");
                     return 2;
             }
         }

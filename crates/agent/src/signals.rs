@@ -38,6 +38,8 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 static LAST_EXCEPTION_SNAPSHOT: Mutex<Option<Instant>> = Mutex::new(None);
 static REQUESTED: AtomicU64 = AtomicU64::new(0);
 static SENT: AtomicU64 = AtomicU64::new(0);
+/// SIGABRT arrived: the process is dying of it, whatever happens next (see [`aborting`]).
+static ABORTING: AtomicBool = AtomicBool::new(false);
 static PREVIOUS: [OnceLock<libc::sigaction>; 5] = [const { OnceLock::new() }; 5];
 
 /// Blocks [`SIGNALS`] on the calling thread (agent threads call this first).
@@ -149,6 +151,9 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mu
         chain(sig, info, context);
         return;
     }
+    if sig == libc::SIGABRT {
+        ABORTING.store(true, SeqCst);
+    }
     let ticket = REQUESTED.fetch_add(1, SeqCst) + 1;
     let fd = PIPE_WRITE.load(SeqCst);
     if fd >= 0 {
@@ -165,6 +170,14 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mu
         }
     }
     chain(sig, info, context);
+}
+
+/// SIGABRT reached the process: `abort()` does not return, so the process is dying of it — even
+/// if what runs after our handler ends it otherwise (Mono's sampler asserts in its crash handler
+/// and the process exits with status 0). Snapshots carry it, so the controller reports the real
+/// death.
+pub fn aborting() -> bool {
+    ABORTING.load(SeqCst)
 }
 
 /// Gives the signal to the handler that was installed before ours.

@@ -101,11 +101,12 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let exit = exit_code(status);
     let connected = collector.connected();
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
+    let end = real_end(status, &sessions, child_pid);
+    let exit = end.exit_code();
 
-    let written = write_profiles(&sessions, &args, &output, child_pid, status, v)?;
+    let written = write_profiles(&sessions, &args, &output, child_pid, end, v)?;
     if written.is_empty() {
         let reason = match sessions.iter().flat_map(|s| &s.errors).next() {
             Some(e) => format!("the agent failed: {e}"),
@@ -123,8 +124,43 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     Ok(exit)
 }
 
-fn exit_code(status: ExitStatus) -> i32 {
-    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+/// How the program ended: its exit code, or the signal it died of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct End {
+    code: Option<i32>,
+    signal: Option<i32>,
+}
+
+impl End {
+    /// As a shell reports it: the code, or 128 + the signal.
+    fn exit_code(self) -> i32 {
+        self.code.unwrap_or_else(|| 128 + self.signal.unwrap_or(0))
+    }
+}
+
+/// The program's real end: its wait status, unless its agent saw it receive a signal that is
+/// fatal whatever happens next (SIGABRT) and the status says something else — Mono's sampler turns
+/// an aborting process into `exit(0)`, or hangs it until Mono's watchdog kills it (SIGKILL; see
+/// docs/SAMPLING.md). Then the abort is what happened, and what sonde reports and exits with.
+fn real_end(status: ExitStatus, sessions: &[Session], child_pid: u32) -> End {
+    let waited = End { code: status.code(), signal: status.signal() };
+    let fatal = sessions
+        .iter()
+        .filter(|s| s.hello.as_ref().is_some_and(|h| h.pid == child_pid))
+        .find_map(|s| s.latest.as_ref().and_then(|l| l.fatal_signal));
+    match fatal {
+        Some(signal) if waited.signal != Some(signal) => {
+            let how = match waited.signal {
+                Some(other) => format!("died of signal {other}"),
+                None => format!("exited with status {}", waited.code.unwrap_or(0)),
+            };
+            crate::say!(
+                "sonde: process {child_pid} received signal {signal} (abort) but then {how}: reporting the abort"
+            );
+            End { code: None, signal: Some(signal) }
+        }
+        _ => waited,
+    }
 }
 
 fn write_profiles(
@@ -132,7 +168,7 @@ fn write_profiles(
     args: &RecordArgs,
     output: &output::Output,
     child_pid: u32,
-    status: ExitStatus,
+    end: End,
     v: &Verbosity,
 ) -> Result<Vec<(PathBuf, sonde_profile::Profile)>> {
     let usable: Vec<&Session> = sessions.iter().filter(|s| s.hello.is_some() && s.latest.is_some()).collect();
@@ -142,7 +178,7 @@ fn write_profiles(
         // The program we started is described by the user's command and its exit status; a
         // process it started in turn, by its own command line (its status is not ours to see).
         let facts = if pid == child_pid {
-            RunFacts { command: args.command.clone(), exit_code: status.code(), signal: status.signal() }
+            RunFacts { command: args.command.clone(), exit_code: end.code, signal: end.signal }
         } else {
             let command = session.hello.as_ref().map(|h| h.command_line.clone()).unwrap_or_default();
             RunFacts { command, exit_code: None, signal: None }
@@ -154,6 +190,12 @@ fn write_profiles(
         let path = output.save(&profile, pid, usable.len() == 1)?;
         for error in &session.errors {
             crate::say!("sonde: process {pid}: {}", Clean(error));
+        }
+        let superseded = session.latest.as_ref().map_or(0, |l| l.superseded);
+        if superseded > 0 && !v.quiet {
+            crate::say!(
+                "sonde: process {pid}: {superseded} snapshots waited for sonde (stopped or slow) and were replaced by newer ones; none of their data was lost"
+            );
         }
         if profile.run.incomplete && !v.quiet {
             crate::say!(

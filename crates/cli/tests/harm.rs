@@ -230,3 +230,66 @@ fn forked_mono_children_leave_the_parents_session_alone() {
         }
     }
 }
+
+/// A stack overflow while the thread is being sampled: the sampling handler runs on the alternate
+/// signal stack and never touches the exhausted one, so the runtime's own report and abort are
+/// what the program gets (exit 134 and "Stack overflow." — a SIGSEGV exit 139 was 4 of 42 runs
+/// before). Eight runs at 10 kHz on the wall clock, so samples land throughout the recursion;
+/// 1.2 s of work first, so that a periodic snapshot exists when the runtime aborts.
+#[test]
+fn a_stack_overflow_under_sampling_ends_as_the_runtime_says() {
+    let dir = tmp();
+    let file = dir.path().join("overflow.sonde");
+    for run in 0..8 {
+        let out = record_app(&file, &["--rate", "10000", "--clock", "wall"], "Harm", &["overflow", "1200"]);
+        assert_eq!(out.code(), 134, "run {run}: not the runtime's abort:\n{}", out.describe());
+        assert!(
+            out.stderr_str().contains("Stack overflow."),
+            "run {run}: no word from the runtime:\n{}",
+            out.describe()
+        );
+        let report = report_json(&file);
+        assert_eq!(report["signal"], 6, "run {run}");
+    }
+}
+
+/// `Environment.FailFast` aborts the process. On Mono, its sampler then asserts in the crash
+/// handler and the process exits with status 0, or hangs until Mono's watchdog kills it (Mono's
+/// own `log:sample-real` does the same):
+/// the agent saw the SIGABRT, and sonde reports the abort — exit 134, `signal` 6 — on both. The
+/// program spins 1.2 s first: CoreCLR resets the signal handlers before it aborts, so what the
+/// profile holds is the last periodic snapshot.
+fn fail_fast_is_reported_as_the_abort_it_is(rt: Runtime) {
+    let dir = tmp();
+    let file = dir.path().join("failfast.sonde");
+    // One run on Mono: a hung abort waits for Mono's watchdog, which takes its time.
+    let runs = if rt == Runtime::Mono { 1 } else { 3 };
+    for run in 0..runs {
+        // Mono's crash handler starts `mono-hang-watchdog`, which keeps the program's stdout and
+        // stderr open: they go to files, and the watchdog is ended after the run.
+        let (stdout, stderr) = (dir.path().join("out"), dir.path().join("err"));
+        let status = std::process::Command::new(sonde())
+            .args(record_args(&file, &[], &rt.app_command("Harm", &["failfast", "1200"])))
+            .stdin(std::process::Stdio::null())
+            // Mono's crash reporter writes mono_crash.* files into the working directory.
+            .current_dir(dir.path())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .status()
+            .unwrap();
+        let report = report_json(&file);
+        let pid = u64_of(&report, "pid");
+        let _ = std::process::Command::new("pkill").args(["-f", &format!("mono-hang-watchdog {pid}$")]).status();
+        let what = format!(
+            "{rt:?} run {run}: {status}\n{}{}",
+            std::fs::read_to_string(&stdout).unwrap(),
+            std::fs::read_to_string(&stderr).unwrap()
+        );
+        assert_eq!(status.code(), Some(134), "{what}");
+        assert!(std::fs::read_to_string(&stdout).unwrap().contains("failing fast"), "{what}");
+        assert_eq!(report["signal"], 6, "{what}");
+        assert!(report["exit_code"].is_null(), "{what}");
+    }
+}
+
+on_both_runtimes!(fail_fast_is_reported_as_the_abort_it_is);

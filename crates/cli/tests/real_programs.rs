@@ -861,3 +861,23 @@ fn a_host_that_never_shuts_the_runtime_down_keeps_its_data() {
     assert_eq!(report["incomplete"], false, "{}", out.describe());
     assert_eq!(calls_by_name(&report).get("Acme.Hosted.Work"), Some(&1));
 }
+
+/// Finalizers.exe writes one line per finalizer that ran; 50 of its 150 objects are finalized
+/// during the runtime's shutdown on Mono (CoreCLR does not finalize at exit). Every finalizer
+/// that ran is counted: the final snapshot waits for the end of the shutdown.
+fn calls_during_the_runtimes_shutdown_are_counted(rt: Runtime) {
+    let dir = tmp();
+    let (file, lines) = (dir.path().join("f.sonde"), dir.path().join("finalized"));
+    let lines_arg = lines.to_string_lossy().into_owned();
+    let out = trace(&file, &[], &rt.app_command("Finalizers", &[&lines_arg]));
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let ran = std::fs::read_to_string(&lines).unwrap().lines().count() as u64;
+    if rt == Runtime::Mono {
+        assert_eq!(ran, 150, "Mono finalizes what is left at shutdown");
+    }
+    let report = report_json(&file);
+    assert_eq!(report["incomplete"], false);
+    assert_eq!(calls_by_name(&report).get("Acme.Finalized.Finalize"), Some(&ran), "{rt:?}: finalizers that ran: {ran}");
+}
+
+on_both_runtimes!(calls_during_the_runtimes_shutdown_are_counted);

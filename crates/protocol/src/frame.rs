@@ -96,6 +96,7 @@ mod tests {
             samples_taken: 0,
             samples_lost: Vec::new(),
             superseded: 0,
+            fatal_signal: None,
         })
     }
 

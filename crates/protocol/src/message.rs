@@ -112,4 +112,8 @@ pub struct Snapshot {
     /// the controller was not reading (stopped, or slow). Nothing is lost while it lives — each
     /// snapshot holds everything — but a process that dies meanwhile leaves an older one.
     pub superseded: u64,
+    /// The process received a signal that is fatal whatever happens next (SIGABRT: `abort()`
+    /// never returns). The controller reports that death even when the process's exit status
+    /// says otherwise (Mono's sampler can turn an abort into `exit(0)`).
+    pub fatal_signal: Option<i32>,
 }

@@ -73,6 +73,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         samples_taken,
         samples_lost,
         superseded: ctx.superseded,
+        fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
     }
 }
 

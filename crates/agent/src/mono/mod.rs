@@ -121,12 +121,9 @@ impl Events for Agent {
         }
     }
 
-    /// The runtime shuts down (when `Main` returns, or `Environment.Exit`): the final snapshot goes
-    /// with the first of these (or `exit`) that arrives.
-    fn runtime_shutdown_begin() {
-        session::final_snapshot("runtime shutdown");
-    }
-
+    /// The runtime shuts down (when `Main` returns, or `Environment.Exit`). Code still runs after
+    /// its shutdown begins — the finalizers of every object left, on Mono — so the final snapshot
+    /// waits for the end of the shutdown (or for `exit`, whichever comes first).
     fn runtime_shutdown_end() {
         session::final_snapshot("runtime shutdown end");
     }
