@@ -134,7 +134,7 @@ impl Collector {
 fn private_dir() -> std::io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     let mut builder = tempfile::Builder::new();
-    builder.prefix("sonde-").permissions(std::fs::Permissions::from_mode(0o700));
+    builder.prefix(SESSION_PREFIX).permissions(std::fs::Permissions::from_mode(0o700));
     let parent = runtime_dir().unwrap_or_else(std::env::temp_dir);
     sweep_stale(&parent);
     let dir = builder.tempdir_in(&parent)?;
@@ -143,29 +143,27 @@ fn private_dir() -> std::io::Result<tempfile::TempDir> {
     Ok(dir)
 }
 
+/// The name every session directory starts with (and nothing else of ours does).
+const SESSION_PREFIX: &str = "sonde-ipc-";
+
 /// Removes what recordings that were killed (SIGKILL, a crash) left in `parent`: directories
-/// `sonde-*` of this user's, private, whose socket nobody listens on any more (a refused
-/// connection), or that have no socket at all and are older than a minute (the moment between a
-/// directory's creation and its socket's). Anything else is left alone.
+/// `sonde-ipc-*` of this user's, private, holding an `agent.sock` that nobody listens on any more
+/// (a refused connection). Anything else is left alone — a directory without a socket too (a
+/// recording killed between `mkdir` and `bind`, rare), since nothing proves it is dead.
 fn sweep_stale(parent: &Path) {
-    const GRACE: Duration = Duration::from_secs(60);
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let dir = entry.path();
         let ours = entry.metadata().is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == trust::user());
-        if !entry.file_name().to_string_lossy().starts_with("sonde-")
+        if !entry.file_name().to_string_lossy().starts_with(SESSION_PREFIX)
             || !ours
             || trust::check_private_dir(&dir).is_err()
         {
             continue;
         }
-        let socket = dir.join("agent.sock");
-        let stale = if std::fs::symlink_metadata(&socket).is_ok() {
-            UnixStream::connect(&socket).is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
-        } else {
-            entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age > GRACE))
-        };
-        if stale {
+        let refused = UnixStream::connect(dir.join("agent.sock"))
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
+        if refused {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
