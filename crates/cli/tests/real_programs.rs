@@ -658,13 +658,10 @@ fn a_stopped_controller_never_blocks_the_program(rt: Runtime) {
     let stdout = String::from_utf8_lossy(recording.stdout_so_far()).into_owned();
     let pid: u32 = stdout.lines().find_map(|l| l.strip_prefix("pid ")).and_then(|p| p.trim().parse().ok()).unwrap();
     // Until the program has exited (a zombie: its parent, sonde, is stopped).
-    let deadline = Instant::now() + DEADLINE;
-    while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
-    {
-        assert!(Instant::now() < deadline, "the program did not exit while sonde was stopped");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the program to exit while sonde is stopped", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+    });
     rustix::process::kill_process(sonde_pid, rustix::process::Signal::CONT).unwrap();
     let out = recording.wait(DEADLINE);
     assert_eq!(out.code(), 0, "{}", out.describe());
@@ -759,11 +756,9 @@ fn a_profile_whose_directory_vanished_is_saved_elsewhere() {
         ),
     );
     // Give sonde time to check the output, then take the directory away.
-    let deadline = Instant::now() + DEADLINE;
-    while std::fs::read_dir(&gone).unwrap().next().is_some() || !sonde_started(recording.pid()) {
-        assert!(Instant::now() < deadline, "sonde never started the program");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("sonde to start the program", || {
+        std::fs::read_dir(&gone).unwrap().next().is_none() && sonde_started(recording.pid())
+    });
     std::fs::remove_dir(&gone).unwrap();
     std::fs::write(&go, b"").unwrap();
     let out = recording.wait(DEADLINE);
@@ -815,12 +810,7 @@ fn a_killed_recording_leaves_nothing_behind_after_the_next() {
             &shell(r#"echo "$SONDE_SOCKET" > "$1"; sleep 60"#, &[named.clone().into()]),
         ),
     );
-    let deadline = Instant::now() + DEADLINE;
-    while std::fs::read_to_string(&named).map_or(true, |s| !s.ends_with('\n')) {
-        assert!(Instant::now() < deadline, "the program never named its socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let socket = PathBuf::from(std::fs::read_to_string(&named).unwrap().trim());
+    let socket = PathBuf::from(wait_for_line_in(&named, "the program to name its socket"));
     let session_dir = socket.parent().unwrap().to_path_buf();
     kill_group(recording.pid(), libc::SIGKILL);
     drop(recording);

@@ -13,7 +13,6 @@ use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 use support::*;
 
 const NOBODY: &str = "65534";
@@ -83,14 +82,6 @@ fn squatter(args: &[&Path]) -> Command {
     as_nobody(nobody_python(), &all.iter().collect::<Vec<_>>())
 }
 
-fn wait_for_file(path: &Path, what: &str) {
-    let deadline = Instant::now() + DEADLINE;
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what} ({})", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
@@ -128,8 +119,7 @@ fn another_user_can_neither_reach_nor_talk_to_the_controller() {
     let mut args = record_args(&profile, &[], &["sh".into(), "-c".into(), script.into(), "sh".into()]);
     args.extend([socket_file.clone().into(), go.clone().into(), dotnet().into(), app("Calls").into()]);
     let recording = Running::spawn(sonde(), &args);
-    wait_for_file(&socket_file, "the program to name its socket");
-    let socket = PathBuf::from(read(&socket_file).trim());
+    let socket = PathBuf::from(wait_for_line_in(&socket_file, "the program to name its socket"));
 
     // 1. The directory keeps the other user out.
     let log = s.join("connect-1.log");
@@ -210,12 +200,10 @@ fn a_process_started_after_the_recording_runs_unprofiled_whoever_took_the_socket
     // The other user takes the socket's old path and listens there.
     let (log, stop) = (s.join("squatter.log"), s.join("stop"));
     let mut listener = squatter(&[Path::new("listen"), &socket, &log, &stop]).spawn().unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("listening") {
+    wait_until("the squatter to listen", || {
         assert!(listener.try_wait().unwrap().is_none(), "the squatter could not listen at {}", socket.display());
-        assert!(Instant::now() < deadline, "the squatter never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        std::fs::read_to_string(&log).unwrap_or_default().contains("listening")
+    });
 
     // Late .NET processes of both runtimes with that environment: unharmed, unprofiled, silent.
     for rt in [Runtime::CoreClr, Runtime::Mono] {

@@ -354,6 +354,21 @@ fn os(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
 }
 
+/// Waits until `done()` holds, checking every 20 ms; panics naming `what` after [`DEADLINE`].
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first line a program wrote to `path`, once it is whole (newline included).
+pub fn wait_for_line_in(path: &Path, what: &str) -> String {
+    wait_until(what, || std::fs::read_to_string(path).is_ok_and(|s| s.contains('\n')));
+    std::fs::read_to_string(path).unwrap().lines().next().unwrap_or_default().to_string()
+}
+
 /// Runs `program args` to completion (under [`DEADLINE`]).
 pub fn run(program: impl AsRef<OsStr>, args: &[OsString]) -> Output {
     Running::spawn(program, args).wait(DEADLINE)
