@@ -9,14 +9,8 @@ static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 /// user's: the variable naming it outlives the recording, and a root process must not append to
 /// whatever another user put at that path.
 pub fn open(path: &std::path::Path) {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let opened = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path);
-    let Ok(file) = opened else { return };
+    use std::os::unix::fs::MetadataExt;
+    let Ok(file) = crate::process::open_private(path, true) else { return };
     let ours = file.metadata().is_ok_and(|m| m.is_file() && sonde_protocol::trust::trusted_uid(m.uid()));
     if ours {
         *FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);

@@ -36,6 +36,20 @@ pub fn command_line() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Opens `path` for writing as a file of this user's alone: created with mode 0600, never
+/// through a symlink (a name that came through the environment may be someone else's link),
+/// appended to or truncated.
+pub fn open_private(path: &std::path::Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    if append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(true);
+    }
+    options.create(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+}
+
 /// The file this agent library was loaded from: the mapping of `/proc/self/maps` that holds
 /// this very function's code.
 pub fn own_library() -> Option<std::path::PathBuf> {

@@ -241,17 +241,10 @@ impl Link {
     /// written whole under another name first, never through a symlink, readable by the user
     /// alone (the directory was checked to be the user's and private at start-up).
     fn spill(&self, frame: &[u8]) {
-        use std::os::unix::fs::OpenOptionsExt;
         let Some(dir) = &self.spill_dir else { return };
         let pid = std::process::id();
         let (tmp, path) = (dir.join(format!(".{pid}.spill.tmp")), dir.join(format!("{pid}.spill")));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)
+        let written = crate::process::open_private(&tmp, false)
             .and_then(|mut file| file.write_all(frame))
             .and_then(|()| std::fs::rename(&tmp, &path));
         match written {
