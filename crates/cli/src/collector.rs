@@ -140,16 +140,36 @@ fn private_dir() -> std::io::Result<tempfile::TempDir> {
     let dir = builder.tempdir_in(&parent)?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
     trust::check_private_dir(dir.path()).map_err(std::io::Error::other)?;
+    std::fs::write(dir.path().join(OWNER_FILE), owner_line())?;
     Ok(dir)
 }
 
 /// The name every session directory starts with (and nothing else of ours does).
 const SESSION_PREFIX: &str = "sonde-ipc-";
 
+/// The file in a session directory naming the controller that owns it: `PID START`, its process
+/// id and start time (so that a reused pid is not taken for it).
+const OWNER_FILE: &str = "controller";
+
+/// `PID START` for this process.
+fn owner_line() -> String {
+    let pid = std::process::id();
+    format!("{pid} {}", start_time(pid).unwrap_or(0))
+}
+
+/// A process's start time, in clock ticks since boot (`/proc/PID/stat`, field 22).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which is in parentheses and may hold anything.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Removes what recordings that were killed (SIGKILL, a crash) left in `parent`: directories
-/// `sonde-ipc-*` of this user's, private, holding an `agent.sock` that nobody listens on any more
-/// (a refused connection). Anything else is left alone — a directory without a socket too (a
-/// recording killed between `mkdir` and `bind`, rare), since nothing proves it is dead.
+/// `sonde-ipc-*` of this user's, private, whose owner file names a controller that no longer
+/// runs (no such process, or another one under a reused pid). Nothing is connected to — a live
+/// controller would take a probe for an agent — and anything else is left alone, a directory
+/// without an owner file too (a recording killed before writing it, rare), since nothing proves it
+/// is dead.
 fn sweep_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
@@ -161,9 +181,10 @@ fn sweep_stale(parent: &Path) {
         {
             continue;
         }
-        let refused = UnixStream::connect(dir.join("agent.sock"))
-            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused);
-        if refused {
+        let Ok(owner) = std::fs::read_to_string(dir.join(OWNER_FILE)) else { continue };
+        let Some((pid, start)) = owner.trim().split_once(' ') else { continue };
+        let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else { continue };
+        if start_time(pid) != Some(start) {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

@@ -815,9 +815,27 @@ fn a_killed_recording_leaves_nothing_behind_after_the_next() {
     kill_group(recording.pid(), libc::SIGKILL);
     drop(recording);
     assert!(session_dir.exists(), "a killed sonde cannot clean up");
+    // A live recording beside it is neither removed nor disturbed by the sweep.
+    let (live_named, go) = (dir.path().join("live-socket"), dir.path().join("go"));
+    let live = Running::spawn(
+        sonde(),
+        &record_args(
+            &dir.path().join("l.sonde"),
+            &[],
+            &shell(
+                r#"echo "$SONDE_SOCKET" > "$1"; while [ ! -e "$2" ]; do sleep 0.02; done"#,
+                &[live_named.clone().into(), go.clone().into()],
+            ),
+        ),
+    );
+    let live_socket = PathBuf::from(wait_for_line_in(&live_named, "the live program to name its socket"));
     let out = record(&dir.path().join("n.sonde"), &[], &[OsString::from("/bin/true")]);
     assert_one_error_line(&out, "no .NET runtime loaded the agent");
     assert!(!session_dir.exists(), "the next recording did not remove {}", session_dir.display());
+    assert!(live_socket.exists(), "the sweep removed a live recording's socket");
+    std::fs::write(&go, b"").unwrap();
+    let live = live.wait(DEADLINE);
+    assert_one_error_line(&live, "no .NET runtime loaded the agent");
 }
 
 /// Python hosting CoreCLR through pythonnet exits without shutting the runtime down: no Shutdown
