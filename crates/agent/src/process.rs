@@ -5,19 +5,37 @@
 //! they were (its threads are not), and the runtime's exit callbacks: it must stay silent
 //! ([`forked_child`]), or two processes would write one stream.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 /// The process that opened the session (0: none yet).
 static OWNER: AtomicU32 = AtomicU32::new(0);
+/// Set in a child by the fork handler (see [`claim_session`]).
+static FORKED: AtomicBool = AtomicBool::new(false);
 
-/// The session was opened by this process.
+/// The session was opened by this process. From now on a child forked by the program switches
+/// the agent off the moment it starts (a `pthread_atfork` child handler): the agent's locks may
+/// be held by its threads, which do not exist in the child (a Mono child compiling the `exit` it
+/// calls once hung forever on the method table's lock, which the parent's drain thread held).
 pub fn claim_session() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
     OWNER.store(std::process::id(), Relaxed);
+    extern "C" fn in_child() {
+        FORKED.store(true, Relaxed);
+        crate::session::switch_off_quietly();
+    }
+    REGISTERED.call_once(|| {
+        // SAFETY: registers a function of this library (never unloaded) that only stores atomics.
+        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    });
 }
 
 /// True in a child forked by the profiled process (a copy of the agent whose session is its
-/// parent's). Async-signal-safe.
+/// parent's). Async-signal-safe. (A child made by a raw `clone` skips the fork handlers: the
+/// process id tells it then.)
 pub fn forked_child() -> bool {
+    if FORKED.load(Relaxed) {
+        return true;
+    }
     let owner = OWNER.load(Relaxed);
     // SAFETY: getpid(2) has no preconditions (and is async-signal-safe).
     owner != 0 && owner != unsafe { libc::getpid() } as u32

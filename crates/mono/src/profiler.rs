@@ -31,6 +31,12 @@ pub trait Events: 'static {
     fn jit_done(_method: Method<'_>, _code_start: usize) {}
     /// A callback panicked: the cold callbacks are switched off from now on.
     fn disable() {}
+    /// False while the callbacks must do nothing (checked before each cold callback): e.g. in a
+    /// child the program forked, whose copies of the agent's locks may be held by threads that
+    /// did not survive the fork.
+    fn active() -> bool {
+        true
+    }
 }
 
 /// Enter and leave of the methods [`Events::instrument`] selected: the hot path, unguarded.
@@ -116,7 +122,7 @@ impl Profiler {
 static DISABLED: AtomicBool = AtomicBool::new(false);
 
 fn guard<E: Events, R>(default: R, f: impl FnOnce() -> R) -> R {
-    if DISABLED.load(Relaxed) {
+    if DISABLED.load(Relaxed) || !E::active() {
         return default;
     }
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -203,6 +203,10 @@ impl Events for Agent {
     fn disable() {
         session::disable();
     }
+
+    fn active() -> bool {
+        session::enabled()
+    }
 }
 
 // --- Enter/leave: the hot path. ---------------------------------------------------------------

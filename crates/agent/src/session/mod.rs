@@ -186,6 +186,12 @@ pub fn guarded<R>(default: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Switches profiling off without a word (no log, no message: their locks may be held), in a
+/// child the program forked (see `process::claim_session`).
+pub fn switch_off_quietly() {
+    ENABLED.store(false, Relaxed);
+}
+
 /// Switches profiling off after a panic: the one policy for every backend.
 #[cold]
 pub fn disable() {
