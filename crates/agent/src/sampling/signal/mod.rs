@@ -118,9 +118,9 @@ fn run_sampler(interval: Duration, clock: Clock) {
     let mut last_wall_ns = 0u64;
     let mut stopped = false;
     let pending_limit = (PENDING_LIMIT.as_nanos() as u64 / interval_ns).clamp(1, u64::from(u32::MAX)) as u32;
-    // Per slot (slots are never reused): the thread's stat file, and what the last look saw.
+    // Per slot (slots are never reused): the thread's stat file.
     let mut stats: Vec<Option<handler::ThreadStat>> = Vec::new();
-    let mut was_running: Vec<bool> = Vec::new();
+    let min_run_ns = min_run_ns(interval_ns);
     loop {
         tick += 1;
         // Absolute deadlines: the rate does not drift with the loop's own cost.
@@ -142,7 +142,6 @@ fn run_sampler(interval: Duration, clock: Clock) {
         }
         let used = slots::used();
         stats.resize_with(used.len(), || None);
-        was_running.resize(used.len(), false);
         for (index, slot) in used.iter().enumerate() {
             let Some(state) = state(index) else { continue };
             if !slot.active.load(Acquire) {
@@ -150,6 +149,7 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 continue;
             }
             let tid = slot.tid.load(Relaxed);
+            let looked = std::time::Instant::now();
             let Some(cpu) = thread_cpu_ns(tid) else {
                 slot.active.store(false, Release); // the thread is gone
                 stats[index] = None;
@@ -171,7 +171,7 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 COUNTERS.signal_taken.fetch_add(periods, Relaxed);
                 continue;
             }
-            if !running(tid, ran, &mut stats[index], &mut was_running[index]) {
+            if !running(tid, ran >= min_run_ns, looked, &mut stats[index]) {
                 // Blocked: a signal would interrupt its system call. Its stack is the one it had
                 // when it last ran: charged there (`drain`).
                 slot.idle_periods.fetch_add(periods, AcqRel);
@@ -199,21 +199,36 @@ fn run_sampler(interval: Duration, clock: Clock) {
     }
 }
 
-/// True when thread `tid` is to be signalled now: the kernel says it is running or runnable (`R`
-/// in `/proc/self/task/TID/stat`, read through a file kept open per thread: `stat`), and it was
-/// running at the previous look too (`was_running`) or its CPU time moved since (`ran` > 0).
-/// A thread that runs only briefly between two blocking calls (a loop of `poll`s) is rarely seen
-/// running, and a thread seen blocked is never signalled: a signal there would make the call
-/// fail with `EINTR`. (The CPU-time clock alone cannot tell: the kernel updates another thread's
-/// CPU time only at its scheduler tick or a context switch.) A thread caught runnable inside a
-/// system call on its way to block can still be interrupted: that race is what is left.
-fn running(tid: u32, ran: u64, stat: &mut Option<handler::ThreadStat>, was_running: &mut bool) -> bool {
+/// The CPU time a thread must have used since the last look to be signalled: a tenth of the
+/// interval, and at least 20 µs — more than the kernel spends waking a thread at the end of a
+/// `poll` or a `sleep` (a thread caught there, runnable but still inside the call, would see
+/// the call fail with `EINTR`; `poll` checks for signals once more after its timeout).
+fn min_run_ns(interval_ns: u64) -> u64 {
+    (interval_ns / 10).max(20_000)
+}
+
+/// How old a look may be when the signal is sent: a sampler preempted between its look and the
+/// signal looks again (the thread may have blocked meanwhile).
+const FRESH: Duration = Duration::from_micros(50);
+
+/// True when thread `tid` is to be signalled now: it has run since the last look (`has_run`:
+/// at least [`min_run_ns`] of CPU time — the clock is exact for a running thread) and the kernel
+/// says it is running or runnable (`R` in `/proc/self/task/TID/stat`, read through a file kept
+/// open per thread: `stat`), as it still was when the look ended — a look older than [`FRESH`]
+/// (begun at `looked`) is made again. A thread seen blocked is never signalled: a signal there
+/// would make the call fail with `EINTR`. A thread that runs only briefly between two blocking
+/// calls (a loop of `poll`s) is not signalled either: its few microseconds are charged to its
+/// last sample. What is left is the race of a thread that ran, was seen running, and entered a
+/// blocking call in the microseconds before the signal arrived.
+fn running(tid: u32, has_run: bool, looked: std::time::Instant, stat: &mut Option<handler::ThreadStat>) -> bool {
+    if !has_run {
+        return false;
+    }
     if stat.is_none() {
         *stat = handler::ThreadStat::open(tid);
     }
-    let now = stat.as_ref().and_then(handler::ThreadStat::state) == Some(b'R');
-    let before = std::mem::replace(was_running, now);
-    now && (before || ran > 0)
+    let Some(stat) = stat.as_ref() else { return false };
+    stat.state() == Some(b'R') && (looked.elapsed() <= FRESH || stat.state() == Some(b'R'))
 }
 
 /// Reacts to what [`handler::check`] finds; true when sampling must stop.
