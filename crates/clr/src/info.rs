@@ -139,6 +139,42 @@ impl ProfilerInfo {
         (function != 0).then_some(function)
     }
 
+    /// The code of `function` that contains `ip`, as `(start, size)` regions, the method's entry
+    /// first (hot and cold parts): its current code (`GetCodeInfo2`), else any of its other
+    /// native code versions (tiers: `GetNativeCodeStartAddresses` + `GetCodeInfo4`).
+    pub fn code_containing(&self, function: FunctionID, ip: usize) -> Option<Vec<(usize, usize)>> {
+        let contains =
+            |regions: &[(usize, usize)]| regions.iter().any(|&(start, size)| start <= ip && ip - start < size);
+        let current = self.code_regions(|cap, len, out| call!(self.GetCodeInfo2(function, cap, len, out)));
+        if current.as_deref().is_some_and(contains) {
+            return current;
+        }
+        if self.version < 9 {
+            return None;
+        }
+        // (A method has a handful of versions: tier 0, tier 1, a ReJIT or two.)
+        let mut starts: [UINT_PTR; 16] = [0; 16];
+        let mut count: ULONG32 = 0;
+        call!(self.GetNativeCodeStartAddresses(function, 0, 16, &mut count, starts.as_mut_ptr())).ok()?;
+        let starts = &starts[..(count as usize).min(16)];
+        starts.iter().find_map(|&start| {
+            let regions = self.code_regions(|cap, len, out| call!(self.GetCodeInfo4(start, cap, len, out)))?;
+            contains(&regions).then_some(regions)
+        })
+    }
+
+    /// The regions a `GetCodeInfo*` method reports (a method's code has one or two: hot, cold).
+    fn code_regions(
+        &self,
+        get: impl Fn(ULONG32, *mut ULONG32, *mut COR_PRF_CODE_INFO) -> Result<(), HResult>,
+    ) -> Option<Vec<(usize, usize)>> {
+        let mut infos = [COR_PRF_CODE_INFO { startAddress: 0, size: 0 }; 4];
+        let mut count: ULONG32 = 0;
+        get(4, &mut count, infos.as_mut_ptr()).ok()?;
+        let regions: Vec<_> = infos[..(count as usize).min(4)].iter().map(|i| (i.startAddress, i.size)).collect();
+        (!regions.is_empty()).then_some(regions)
+    }
+
     /// The OS thread id of a managed thread.
     pub fn os_thread_id(&self, thread: ThreadID) -> Result<u32, HResult> {
         let mut tid: DWORD = 0;

@@ -14,6 +14,10 @@ use std::collections::HashMap;
 pub(super) struct ClrFrames {
     cache: HashMap<usize, sampling::Frame>,
     runtime_calls: HashMap<usize, bool>,
+    /// Code (by entry address) whose shape was looked at (`learn_shape`), and the functions
+    /// whose code containing some address the runtime could not name.
+    shaped: std::collections::HashSet<usize>,
+    table_full: bool,
 }
 
 impl ClrFrames {
@@ -28,6 +32,45 @@ impl ClrFrames {
     }
 }
 
+impl ClrFrames {
+    /// Publishes the shape of the code containing `ip` (once per code version) for the sampling
+    /// handler, when its frames are not what the frame-pointer chain assumes: frameless code, or
+    /// an on-stack-replacement method (see `sampling::shapes`). Samples taken before it is
+    /// known were walked by the chain alone.
+    fn learn_shape(&mut self, function: FunctionID, ip: usize) {
+        use sampling::shapes::{self, SHAPES, Shape};
+        if self.table_full || sampling::shapes::SHAPES.lookup(ip).is_some() {
+            return;
+        }
+        let Some(regions) = info().and_then(|info| info.code_containing(function, ip)) else { return };
+        let Some(&(entry, size)) = regions.first() else { return };
+        if !self.shaped.insert(entry) {
+            return;
+        }
+        // An OSR method's epilogue is anywhere in its code: read all of it (bounded).
+        let mut code = vec![0u8; size.min(1 << 16)];
+        if read_memory(entry, &mut code).is_none() {
+            return;
+        }
+        let shape = match shapes::osr_return_offset(&code) {
+            Some(offset) => Shape::Osr(offset),
+            None => match shapes::frameless_size(&code[..code.len().min(64)]) {
+                Some(size) => Shape::Frameless(size),
+                None => return,
+            },
+        };
+        for &(start, size) in &regions {
+            if !SHAPES.insert(start, start + size, shape) {
+                self.table_full = true;
+                crate::log::log!(
+                    "sampling: the table of frameless and OSR code is full; later ones are walked by the frame-pointer chain"
+                );
+                return;
+            }
+        }
+    }
+}
+
 impl sampling::FrameResolver for ClrFrames {
     fn resolve(&mut self, ip: usize) -> sampling::Frame {
         if let Some(&frame) = self.cache.get(&ip) {
@@ -38,7 +81,10 @@ impl sampling::FrameResolver for ClrFrames {
         }
         let function = info().and_then(|info| info.function_from_ip(ip));
         let frame = match function {
-            Some(function) => sampling::Frame { method: self.managed(function), managed: true },
+            Some(function) => {
+                self.learn_shape(function, ip);
+                sampling::Frame { method: self.managed(function), managed: true }
+            }
             None => sampling::Frame { method: sampling::native_frame(methods(), ip), managed: false },
         };
         self.cache.insert(ip, frame);

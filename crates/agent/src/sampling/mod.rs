@@ -17,6 +17,7 @@ mod common;
 pub mod drain;
 pub mod external;
 pub mod ring;
+pub mod shapes;
 pub mod signal;
 mod slots;
 pub mod symbols;

@@ -354,28 +354,69 @@ fn sample(slot: usize, context: *mut libc::c_void) {
     let low = state.stack_low.load(Acquire) as usize;
     let high = if state.stack_high.load(Acquire) as usize == high { high } else { 0 };
     if low <= sp && sp < high {
-        let mut fp = fp;
-        while fp >= sp && fp % 8 == 0 && fp.saturating_add(16) <= high {
-            if writer.is_full() {
-                flags |= FLAG_TRUNCATED;
-                break;
-            }
-            // SAFETY: [fp, fp + 16) lies in [sp, high): the live part of this thread's stack.
-            let (next, ret) = unsafe { (*(fp as *const usize), *((fp + 8) as *const usize)) };
-            if ret == 0 {
-                break;
-            }
-            writer.push(ret as u64);
-            if next <= fp {
-                break;
-            }
-            fp = next;
-        }
+        walk(&mut writer, &mut flags, ip, sp, fp, high);
     } else if high == 0 {
         // Limits not known yet: the sampler thread looks this stack pointer up (`maps`).
         state.seen_sp.store(sp as u64, Relaxed);
     }
     writer.commit(periods, before, flags);
+}
+
+/// Pushes the return addresses of the stack interrupted at `ip` (stack pointer `sp`, frame
+/// pointer `fp`), reading only `[sp, high)`: the frame-pointer chain, except where the code's
+/// shape says the return address is elsewhere (`shapes`): a leaf caught in its prologue or
+/// epilogue, a frameless method, an on-stack-replacement frame. Each return address read is
+/// above the previous one, so the walk ends.
+fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize, sp: usize, fp: usize, high: usize) {
+    use crate::sampling::shapes::{self, SHAPES, Shape};
+    let read = |at: usize| -> Option<usize> {
+        // SAFETY: [at, at + 8) lies in [sp, high): the live part of this thread's stack.
+        (at >= sp && at % 8 == 0 && at.checked_add(8)? <= high).then(|| unsafe { *(at as *const usize) })
+    };
+    let (mut code_ip, mut frame_sp, mut fp) = (ip, sp, fp);
+    let mut leaf = true;
+    loop {
+        if writer.is_full() {
+            *flags |= FLAG_TRUNCATED;
+            return;
+        }
+        let prologue = if leaf { leaf_return_slot(ip) } else { None };
+        let (slot, next_fp) = match (prologue, SHAPES.lookup(code_ip)) {
+            (Some(offset), _) => (frame_sp.saturating_add(offset), fp),
+            (None, Some(Shape::Frameless(size))) => (frame_sp.saturating_add(size as usize), fp),
+            (None, Some(Shape::Osr(offset))) => match read(fp) {
+                Some(next) => (fp.saturating_add(offset as usize), next),
+                None => return,
+            },
+            (None, None) => match read(fp) {
+                Some(next) if fp >= frame_sp => (fp + 8, next),
+                _ => return,
+            },
+        };
+        if slot < frame_sp {
+            return;
+        }
+        let Some(ret) = read(slot) else { return };
+        if ret == 0 {
+            return;
+        }
+        writer.push(ret as u64);
+        leaf = false;
+        code_ip = ret - 1;
+        frame_sp = slot + 8;
+        fp = next_fp;
+    }
+
+    /// The leaf's return address slot (relative to the stack pointer) when `ip` is in a prologue
+    /// or epilogue: decoded from the code at `ip`, which is mapped (the thread runs it) up to its
+    /// page's end.
+    fn leaf_return_slot(ip: usize) -> Option<usize> {
+        const PAGE: usize = 4096;
+        let len = shapes::WINDOW.min(PAGE - ip % PAGE);
+        // SAFETY: [ip, ip + len) is within the page of the instruction the thread was running.
+        let code = unsafe { std::slice::from_raw_parts(ip as *const u8, len) };
+        shapes::leaf_return_slot(code)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,407 @@
+//! Where a frame's return address is, for code whose frame pointer does not say (x86-64).
+//!
+//! The signal handler walks the frame-pointer chain: `[rbp]` is the caller's frame pointer and
+//! `[rbp + 8]` the return address. That is true inside the body of a method with an RBP frame
+//! (what the JIT gives most methods on Unix), and wrong in three places, each of which silently
+//! drops the caller from the stack:
+//! * **the prologue and epilogue**: before `push rbp; mov rbp, rsp` (or `lea rbp, [rsp+d]`) has
+//!   run, or after `pop rbp`, RBP is still the caller's. [`leaf_return_slot`] decodes forward
+//!   from the interrupted instruction (JIT prologues and epilogues are short, fixed sequences)
+//!   and says where the return address is relative to the stack pointer;
+//! * **frameless methods** (the JIT omits the frame of small methods without loops, and
+//!   ReadyToRun code has many): RBP is the caller's throughout. The return address sits at a
+//!   fixed distance above the stack pointer of the method's body, which [`frameless_size`]
+//!   reads from the method's prologue;
+//! * **on-stack-replacement (OSR) methods**: entered with the original (tier-0) frame still on
+//!   the stack, they copy the saved RBP and make a frame of their own below it, so `[rbp + 8]` is
+//!   a slot of the tier-0 frame; the return address is further up, where the OSR method's
+//!   epilogue finds it ([`osr_return_offset`]).
+//!
+//! The decoders are pure functions over code bytes (safe in a signal handler). The last two
+//! need the method's first byte, which only the runtime knows: the drain learns them per code
+//! range (off the signal path) and publishes them in a small lock-free [`Table`] the handler
+//! reads. Everything not recognised is left to the frame-pointer chain, as before.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+
+/// How a code range's frames find their return address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// No frame pointer: the return address is this many bytes above the body's stack pointer.
+    Frameless(u32),
+    /// On-stack replacement: the return address is this many bytes above RBP (and the caller's
+    /// frame pointer is at `[rbp]`, as usual).
+    Osr(u32),
+}
+
+/// The largest frame a shape may describe (bigger ones are left to the chain).
+const MAX_FRAME: u32 = 1 << 16;
+
+/// Bytes the decoders look at from an instruction on (enough for the longest prologue or
+/// epilogue sequence they follow).
+pub const WINDOW: usize = 24;
+
+/// Where the return address is, relative to the stack pointer, when the interrupted instruction
+/// (`code` starts there) is in a prologue before the frame pointer is set, or in an epilogue
+/// after it was restored; `None` when the frame-pointer chain is right (inside the body, or in
+/// an epilogue before `pop rbp`) or the code is not recognised.
+pub fn leaf_return_slot(code: &[u8]) -> Option<usize> {
+    let mut offset: i64 = 0; // the simulated stack pointer, relative to the real one
+    let mut at = 0;
+    let mut unwinding = false; // an epilogue instruction was seen
+    let slot = |offset: i64| usize::try_from(offset).ok().filter(|&o| o < MAX_FRAME as usize);
+    for _ in 0..8 {
+        let rest = code.get(at..)?;
+        match decode(rest)? {
+            (Op::PushRbp, _) => return slot(offset),
+            (Op::SetFrame(d), _) => return slot(offset + i64::from(d) + 8),
+            (Op::PopRbp | Op::RestoreFromFrame, _) => return None,
+            (Op::Ret, _) => return slot(offset),
+            (Op::Jmp, _) if unwinding => return slot(offset),
+            (Op::Jmp, _) => return None,
+            (Op::Push, len) => {
+                offset -= 8;
+                at += len;
+            }
+            (Op::Pop, len) => {
+                offset += 8;
+                unwinding = true;
+                at += len;
+            }
+            (Op::SubRsp(n), len) => {
+                offset -= i64::from(n);
+                at += len;
+            }
+            (Op::AddRsp(n), len) => {
+                offset += i64::from(n);
+                unwinding = true;
+                at += len;
+            }
+            (Op::Nop, len) => at += len,
+            (Op::LoadRaxFromRbp, _) => return None,
+        }
+    }
+    None
+}
+
+/// A method's frame size when its prologue (`code` starts at its first byte) makes no frame
+/// pointer: the bytes its pushes and `sub rsp` take, so that the return address is that far above
+/// the body's stack pointer. `None` for a method with a frame pointer (or an unrecognised one).
+pub fn frameless_size(code: &[u8]) -> Option<u32> {
+    let mut size: u32 = 0;
+    let mut at = 0;
+    for _ in 0..12 {
+        match decode(code.get(at..)?) {
+            Some((Op::Push, len)) => {
+                size += 8;
+                at += len;
+            }
+            Some((Op::SubRsp(n), len)) => {
+                size = size.checked_add(n)?;
+                at += len;
+            }
+            Some((Op::Nop, len)) => at += len,
+            Some((Op::PushRbp | Op::SetFrame(_) | Op::LoadRaxFromRbp, _)) => return None,
+            // The body starts (or a return: a method that does nothing).
+            _ => return (size < MAX_FRAME).then_some(size),
+        }
+    }
+    None
+}
+
+/// For an on-stack-replacement method (`code` is its whole code, from its first byte: `mov rax,
+/// [rbp]; push rax`, a frame of its own, and an epilogue that pops the original frame too):
+/// how far above RBP its return address is. `None` for any other code.
+pub fn osr_return_offset(code: &[u8]) -> Option<u32> {
+    // The prologue: offsets relative to the stack pointer at entry.
+    let mut at = match decode(code)? {
+        (Op::LoadRaxFromRbp, len) => len,
+        _ => return None,
+    };
+    let mut sp: i64 = 0;
+    let mut fp: Option<i64> = None;
+    for _ in 0..12 {
+        let Some((op, len)) = decode(code.get(at..)?) else { break };
+        match op {
+            Op::Push => sp -= 8,
+            Op::SubRsp(n) => sp -= i64::from(n),
+            Op::Nop => {}
+            Op::SetFrame(d) => fp = Some(sp + i64::from(d)),
+            _ => break,
+        }
+        at += len;
+    }
+    let fp = fp?;
+    // The epilogue: `add rsp, N` or `lea rsp, [rbp+d]`, pops, `pop rbp`, `ret`.
+    let mut start = at;
+    while start + 2 <= code.len() {
+        if let Some(offset) = osr_epilogue(&code[start..], sp - fp) {
+            return u32::try_from(offset).ok().filter(|o| (16..MAX_FRAME).contains(o));
+        }
+        start += 1;
+    }
+    None
+}
+
+/// An OSR epilogue at the start of `code`: the return address's offset above RBP, given the
+/// body's stack pointer relative to RBP.
+fn osr_epilogue(code: &[u8], body_sp_from_fp: i64) -> Option<i64> {
+    let (first, mut at) = decode(code)?;
+    let mut offset = match first {
+        Op::AddRsp(n) => body_sp_from_fp + i64::from(n),
+        Op::RestoreFromFrame => lea_rsp_rbp(code)?,
+        _ => return None,
+    };
+    for _ in 0..8 {
+        match decode(code.get(at..)?)? {
+            (Op::Pop, len) => {
+                offset += 8;
+                at += len;
+            }
+            (Op::PopRbp, len) => {
+                return matches!(decode(code.get(at + len..)?)?, (Op::Ret, _)).then_some(offset + 8);
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The displacement of `lea rsp, [rbp+d]`.
+fn lea_rsp_rbp(code: &[u8]) -> Option<i64> {
+    match code {
+        [0x48, 0x8D, 0x65, d, ..] => Some(i64::from(*d as i8)),
+        [0x48, 0x8D, 0xA5, a, b, c, d, ..] => Some(i64::from(i32::from_le_bytes([*a, *b, *c, *d]))),
+        _ => None,
+    }
+}
+
+/// The instructions of JIT prologues and epilogues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    PushRbp,
+    /// `mov rbp, rsp` (0) or `lea rbp, [rsp+d]`: RBP now points at the saved RBP.
+    SetFrame(u32),
+    PopRbp,
+    /// `lea rsp, [rbp+d]`: an epilogue that restores the stack pointer from RBP.
+    RestoreFromFrame,
+    Push,
+    Pop,
+    SubRsp(u32),
+    AddRsp(u32),
+    Ret,
+    /// `jmp` (a tail call, in an epilogue).
+    Jmp,
+    /// `vzeroupper`, `nop`s.
+    Nop,
+    /// `mov rax, [rbp]`: the first instruction of an OSR method.
+    LoadRaxFromRbp,
+}
+
+/// The instruction at the start of `code`, and its length, if it is one of [`Op`]'s.
+fn decode(code: &[u8]) -> Option<(Op, usize)> {
+    let imm32 = |b: &[u8]| -> Option<u32> {
+        let v = i32::from_le_bytes(b.get(..4)?.try_into().ok()?);
+        u32::try_from(v).ok()
+    };
+    Some(match code {
+        [0x55, ..] => (Op::PushRbp, 1),
+        [0x5D, ..] => (Op::PopRbp, 1),
+        [0xC3, ..] => (Op::Ret, 1),
+        [0xC2, _, _, ..] => (Op::Ret, 3),
+        [0x50..=0x57, ..] => (Op::Push, 1),
+        [0x41, 0x50..=0x57, ..] => (Op::Push, 2),
+        [0x58..=0x5F, ..] => (Op::Pop, 1),
+        [0x41, 0x58..=0x5F, ..] => (Op::Pop, 2),
+        [0x48, 0x8B, 0xEC, ..] | [0x48, 0x89, 0xE5, ..] => (Op::SetFrame(0), 3),
+        [0x48, 0x8D, 0x6C, 0x24, d, ..] if *d < 0x80 => (Op::SetFrame(u32::from(*d)), 5),
+        [0x48, 0x8D, 0xAC, 0x24, rest @ ..] => (Op::SetFrame(imm32(rest)?), 8),
+        [0x48, 0x8D, 0x65, _, ..] => (Op::RestoreFromFrame, 4),
+        [0x48, 0x8D, 0xA5, _, _, _, _, ..] => (Op::RestoreFromFrame, 7),
+        [0x48, 0x83, 0xEC, n, ..] if *n < 0x80 => (Op::SubRsp(u32::from(*n)), 4),
+        [0x48, 0x81, 0xEC, rest @ ..] => (Op::SubRsp(imm32(rest)?), 7),
+        [0x48, 0x83, 0xC4, n, ..] if *n < 0x80 => (Op::AddRsp(u32::from(*n)), 4),
+        [0x48, 0x81, 0xC4, rest @ ..] => (Op::AddRsp(imm32(rest)?), 7),
+        [0xC5, 0xF8, 0x77, ..] => (Op::Nop, 3),
+        // `mov [rsp+d], reg`: an OSR prologue saving callee-saved registers in the original
+        // frame (no effect on the stack pointer).
+        [0x48 | 0x4C, 0x89, m, 0x24, _, ..] if m & 0xC7 == 0x44 => (Op::Nop, 5),
+        [0x48 | 0x4C, 0x89, m, 0x24, _, _, _, _, ..] if m & 0xC7 == 0x84 => (Op::Nop, 8),
+        [0x90, ..] => (Op::Nop, 1),
+        [0x66, 0x90, ..] => (Op::Nop, 2),
+        [0x0F, 0x1F, 0x00, ..] => (Op::Nop, 3),
+        [0x0F, 0x1F, 0x40, _, ..] => (Op::Nop, 4),
+        [0x0F, 0x1F, 0x44, 0x00, 0x00, ..] => (Op::Nop, 5),
+        [0xE9, _, _, _, _, ..] => (Op::Jmp, 5),
+        [0xEB, _, ..] => (Op::Jmp, 2),
+        [0xFF, 0xE0..=0xE7, ..] => (Op::Jmp, 2),
+        [0xFF, 0x25, _, _, _, _, ..] => (Op::Jmp, 6),
+        [0x48, 0x8B, 0x45, 0x00, ..] => (Op::LoadRaxFromRbp, 4),
+        _ => return None,
+    })
+}
+
+/// Code ranges with a [`Shape`], learned by the drain and read by the signal handler: entries
+/// are only ever appended (each written before the count that publishes it), so a reader sees
+/// whole entries without a lock.
+pub struct Table {
+    entries: [Entry; TABLE_SIZE],
+    count: AtomicUsize,
+}
+
+const TABLE_SIZE: usize = 512;
+
+struct Entry {
+    start: AtomicU64,
+    end: AtomicU64,
+    /// Kind in the top bit (1: OSR), size below.
+    shape: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Entry = Entry { start: AtomicU64::new(0), end: AtomicU64::new(0), shape: AtomicU64::new(0) };
+
+const OSR_BIT: u64 = 1 << 63;
+
+impl Default for Table {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Table {
+    pub const fn new() -> Table {
+        Table { entries: [EMPTY; TABLE_SIZE], count: AtomicUsize::new(0) }
+    }
+
+    /// The shape of the code at `ip`, if learned. Async-signal-safe.
+    #[inline]
+    pub fn lookup(&self, ip: usize) -> Option<Shape> {
+        let count = self.count.load(Acquire).min(TABLE_SIZE);
+        let ip = ip as u64;
+        self.entries[..count].iter().find(|e| e.start.load(Relaxed) <= ip && ip < e.end.load(Relaxed)).map(|e| {
+            let shape = e.shape.load(Relaxed);
+            let size = (shape & !OSR_BIT) as u32;
+            if shape & OSR_BIT != 0 { Shape::Osr(size) } else { Shape::Frameless(size) }
+        })
+    }
+
+    /// Publishes `[start, end)`'s shape (one writer: the drain). False when the table is full.
+    pub fn insert(&self, start: usize, end: usize, shape: Shape) -> bool {
+        let index = self.count.load(Relaxed);
+        let Some(entry) = self.entries.get(index) else { return false };
+        let value = match shape {
+            Shape::Frameless(size) => u64::from(size),
+            Shape::Osr(size) => OSR_BIT | u64::from(size),
+        };
+        entry.start.store(start as u64, Relaxed);
+        entry.end.store(end as u64, Relaxed);
+        entry.shape.store(value, Relaxed);
+        self.count.store(index + 1, Release);
+        true
+    }
+}
+
+/// The code ranges the handler treats specially.
+pub static SHAPES: Table = Table::new();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Sequences as the .NET 8 JIT emits them (from `DOTNET_JitDisasm` listings).
+    const TIER0_PROLOGUE: &[u8] = &[
+        0x55, // push rbp
+        0x48, 0x83, 0xEC, 0x50, // sub rsp, 80
+        0xC5, 0xF8, 0x77, // vzeroupper
+        0x48, 0x8D, 0x6C, 0x24, 0x50, // lea rbp, [rsp+0x50]
+        0x33, 0xC0, // xor eax, eax (the body)
+    ];
+    const TIER1_EPILOGUE: &[u8] = &[0x48, 0x83, 0xC4, 0x08, 0x5B, 0x5D, 0xC3]; // add rsp,8; pop rbx; pop rbp; ret
+
+    #[test]
+    fn the_prologue_before_the_frame_pointer_is_set() {
+        assert_eq!(leaf_return_slot(TIER0_PROLOGUE), Some(0), "at the first byte: [rsp]");
+        assert_eq!(leaf_return_slot(&TIER0_PROLOGUE[1..]), Some(8), "after push rbp");
+        // After sub rsp, 80: the saved RBP is at rsp+0x50, the return address above it.
+        assert_eq!(leaf_return_slot(&TIER0_PROLOGUE[5..]), Some(0x58));
+        assert_eq!(leaf_return_slot(&TIER0_PROLOGUE[8..]), Some(0x58));
+        assert_eq!(leaf_return_slot(&TIER0_PROLOGUE[13..]), None, "the body: the chain is right");
+        // push rbp; vzeroupper; mov rbp, rsp (tier 1)
+        assert_eq!(leaf_return_slot(&[0xC5, 0xF8, 0x77, 0x48, 0x8B, 0xEC]), Some(8));
+    }
+
+    #[test]
+    fn the_epilogue_after_the_frame_pointer_is_restored() {
+        assert_eq!(leaf_return_slot(TIER1_EPILOGUE), None, "before pop rbp, RBP is still the frame's");
+        assert_eq!(leaf_return_slot(&TIER1_EPILOGUE[6..]), Some(0), "at ret");
+        assert_eq!(leaf_return_slot(&[0xC3]), Some(0));
+        // A frameless epilogue: add rsp, 0x28; pop rbx; ret.
+        assert_eq!(leaf_return_slot(&[0x48, 0x83, 0xC4, 0x28, 0x5B, 0xC3]), Some(0x30));
+        // A tail call after the epilogue: pop rbx; jmp rel32. A jmp alone is the body's.
+        assert_eq!(leaf_return_slot(&[0x5B, 0xE9, 0, 0, 0, 0]), Some(8));
+        assert_eq!(leaf_return_slot(&[0xE9, 0, 0, 0, 0]), None);
+        assert_eq!(leaf_return_slot(&[0x48, 0x8D, 0x65, 0x00, 0x5D, 0xC3]), None, "lea rsp, [rbp]");
+    }
+
+    #[test]
+    fn unknown_code_is_left_to_the_chain() {
+        assert_eq!(leaf_return_slot(&[0x33, 0xC0, 0xC3]), None);
+        assert_eq!(leaf_return_slot(&[]), None);
+        assert_eq!(leaf_return_slot(&[0x48, 0x83]), None, "cut short");
+    }
+
+    #[test]
+    fn frameless_methods_and_their_size() {
+        assert_eq!(frameless_size(TIER0_PROLOGUE), None);
+        assert_eq!(frameless_size(&[0x33, 0xC0, 0xC3]), Some(0), "no stack at all");
+        // push rbx; sub rsp, 0x20; (body)
+        assert_eq!(frameless_size(&[0x53, 0x48, 0x83, 0xEC, 0x20, 0x8B, 0xC7]), Some(0x28));
+        // push r15; push rbx; push rax (alignment); (body)
+        assert_eq!(frameless_size(&[0x41, 0x57, 0x53, 0x50, 0x8B, 0xC7]), Some(24));
+    }
+
+    #[test]
+    fn osr_methods_find_the_original_frames_return_address() {
+        // From a .NET 8 OSR listing: mov rax,[rbp]; push rax; vzeroupper; mov rbp,rsp; (body);
+        // add rsp, 96; pop rbp; ret.
+        let mut code = vec![0x48, 0x8B, 0x45, 0x00, 0x50, 0xC5, 0xF8, 0x77, 0x48, 0x8B, 0xEC];
+        code.extend_from_slice(&[0x8B, 0x7D, 0x34, 0x3B, 0xC7, 0x7D, 0x10]); // body
+        code.extend_from_slice(&[0x48, 0x83, 0xC4, 0x60, 0x5D, 0xC3]);
+        assert_eq!(osr_return_offset(&code), Some(0x60 + 8));
+        // With a callee-saved register of its own and locals: push rbx; sub rsp, 0x10;
+        // lea rbp, [rsp+0x18]... epilogue: add rsp, 0x70; pop rbx; pop rbp; ret.
+        let mut code = vec![0x48, 0x8B, 0x45, 0x00, 0x50, 0x53, 0x48, 0x83, 0xEC, 0x10, 0x48, 0x8D, 0x6C, 0x24, 0x18];
+        code.extend_from_slice(&[0x8B, 0x7D, 0x34]);
+        code.extend_from_slice(&[0x48, 0x83, 0xC4, 0x70, 0x5B, 0x5D, 0xC3]);
+        // body sp = fp - 0x18; + 0x70 + 8 (pop rbx) + 8 (pop rbp) = fp + 0x68.
+        assert_eq!(osr_return_offset(&code), Some(0x68));
+        assert_eq!(osr_return_offset(TIER0_PROLOGUE), None, "not an OSR method");
+        // A real one (tests/apps/Leaves.cs's Delta, .NET 8.0.4): callee-saved registers stored
+        // into the original frame before the frame pointer is set.
+        let code = [
+            0x48, 0x8B, 0x45, 0x00, 0x50, 0x48, 0x83, 0xEC, 0x20, 0x4C, 0x89, 0x7C, 0x24, 0x68, 0x4C, 0x89, 0x74, 0x24,
+            0x60, 0x48, 0x89, 0x5C, 0x24, 0x58, 0x48, 0x8D, 0x6C, 0x24, 0x20, 0x8B, 0x5D, 0x24, 0x44, 0x8B, 0x75, 0x20,
+            0x44, 0x8B, 0x7D, 0x1C, 0x44, 0x3B, 0xFB, 0x7D, 0x15, 0x43, 0x8D, 0x3C, 0x37, 0xFF, 0x15, 0xB1, 0x51, 0x09,
+            0x00, 0x44, 0x03, 0xF0, 0x41, 0xFF, 0xC7, 0x44, 0x3B, 0xFB, 0x7C, 0xEB, 0x41, 0x8B, 0xC6, 0x48, 0x83, 0xC4,
+            0x58, 0x5B, 0x41, 0x5E, 0x41, 0x5F, 0x5D, 0xC3,
+        ];
+        // Entry E: rbp = E-8 after the prologue; the epilogue reads the return address at E+80.
+        assert_eq!(osr_return_offset(&code), Some(88));
+    }
+
+    #[test]
+    fn the_table_publishes_whole_entries() {
+        let table = Table::new();
+        assert_eq!(table.lookup(100), None);
+        assert!(table.insert(100, 200, Shape::Frameless(24)));
+        assert!(table.insert(300, 400, Shape::Osr(104)));
+        assert_eq!(table.lookup(150), Some(Shape::Frameless(24)));
+        assert_eq!(table.lookup(200), None);
+        assert_eq!(table.lookup(399), Some(Shape::Osr(104)));
+        for i in 2..TABLE_SIZE {
+            assert!(table.insert(1000 + i, 1001 + i, Shape::Frameless(0)));
+        }
+        assert!(!table.insert(5000, 5001, Shape::Frameless(0)), "full");
+    }
+}
