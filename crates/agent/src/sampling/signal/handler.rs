@@ -371,7 +371,7 @@ fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize,
     use crate::sampling::shapes::{self, SHAPES, Shape};
     let read = |at: usize| -> Option<usize> {
         // SAFETY: [at, at + 8) lies in [sp, high): the live part of this thread's stack.
-        (at >= sp && at % 8 == 0 && at.checked_add(8)? <= high).then(|| unsafe { *(at as *const usize) })
+        (at >= sp && at.is_multiple_of(8) && at.checked_add(8)? <= high).then(|| unsafe { *(at as *const usize) })
     };
     let (mut code_ip, mut frame_sp, mut fp) = (ip, sp, fp);
     let mut leaf = true;
