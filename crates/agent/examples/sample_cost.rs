@@ -35,7 +35,7 @@ fn main() {
     for round in 0..40 {
         let sampled = round % 2 == 0;
         if sampled {
-            sampling::register(tid);
+            sampling::register(tid, threads::state_for(tid));
         } else {
             sampling::unregister(tid);
         }

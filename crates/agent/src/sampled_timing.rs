@@ -4,6 +4,7 @@
 //! suspension, no signal, no stack walk: a load per thread.
 
 use crate::tree::threads::{self, ThreadState};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ pub fn stop() {
 
 fn run(interval: Duration) {
     crate::signals::block_on_this_thread();
-    let mut threads: Vec<&'static ThreadState> = Vec::new();
+    let mut threads: Vec<Arc<ThreadState>> = Vec::new();
     let mut last = Instant::now();
     while !STOP.load(Relaxed) {
         std::thread::sleep(interval);
@@ -28,7 +29,7 @@ fn run(interval: Duration) {
         let elapsed = now.duration_since(last).as_nanos() as u64;
         last = now;
         threads.clear();
-        threads.extend(threads::registry().threads.iter().copied());
+        threads.extend(threads::registry().threads.iter().cloned());
         for t in &threads {
             if !t.ended.load(Relaxed) {
                 tick(t, elapsed);

@@ -97,7 +97,7 @@ fn an_external_sampler_records_weighted_samples_without_allocating() {
     assert!(sampling::external());
     let tid = threads::gettid();
     let registered_ns = monotonic_ns();
-    sampling::register(tid);
+    sampling::register(tid, threads::state_for(tid));
 
     // Signals every 1 ms while samples are worth 0.5 ms each: every sample carries ~2 periods.
     // However late the signals come (a loaded machine), the test waits for 200 of them.

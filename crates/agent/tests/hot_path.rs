@@ -43,7 +43,7 @@ impl sampling::FrameResolver for NoNames {
 fn the_sampling_signal_handler_does_not_allocate() {
     sampling::start(Duration::from_micros(500), sampling::Clock::Wall, Box::new(NoNames)).unwrap();
     let tid = threads::gettid();
-    sampling::register(tid);
+    sampling::register(tid, threads::state_for(tid));
     let before = allocations();
     let start = Instant::now();
     let mut x = 1u64;

@@ -28,10 +28,8 @@ pub struct SnapshotContext {
 pub fn take(ctx: SnapshotContext) -> Snapshot {
     let ns_per_tick = clock::ns_per_tick();
     let now = clock::ticks();
-    let registry = threads::registry();
-    let threads: Vec<&'static ThreadState> = registry.threads.clone();
-    let names = registry.names.clone();
-    drop(registry);
+    // Folding waits until the trees are read (see `threads::listed`).
+    let (_folding, threads) = threads::listed();
     let (samples_taken, samples_lost) = if ctx.sampling {
         let (taken, l) = crate::sampling::totals();
         let mut lost = vec![
@@ -53,10 +51,10 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
     };
     let mut lost = 0;
     let threads = threads
-        .into_iter()
+        .iter()
         .map(|t| {
             lost += t.tree.lost.load(Relaxed);
-            thread_snapshot(t, names.get(&t.os_tid).cloned(), now, ns_per_tick)
+            thread_snapshot(t, now, ns_per_tick)
         })
         .collect();
     Snapshot {
@@ -77,7 +75,8 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
     }
 }
 
-fn thread_snapshot(t: &ThreadState, name: Option<String>, now: u64, ns_per_tick: f64) -> ThreadSnapshot {
+/// One thread; the aggregate of folded threads is named `[N ended threads]` (OS thread id 0).
+fn thread_snapshot(t: &ThreadState, now: u64, ns_per_tick: f64) -> ThreadSnapshot {
     let tree = &t.tree;
     let len = tree.len();
     let ended = t.ended.load(Relaxed);
@@ -110,12 +109,16 @@ fn thread_snapshot(t: &ThreadState, name: Option<String>, now: u64, ns_per_tick:
             sampled_self_ns: node.sampled_ns.load(Relaxed),
         });
     }
-    let end = if ended { t.end_tick.load(Relaxed) } else { now };
     let cpu = t.cpu();
+    let name = match t.merged_threads() {
+        0 => t.name.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        1 => Some("[1 ended thread]".to_string()),
+        n => Some(format!("[{n} ended threads]")),
+    };
     ThreadSnapshot {
         os_tid: t.os_tid,
         name,
-        wall_ns: clock::ticks_to_ns(end.saturating_sub(t.first_tick), ns_per_tick),
+        wall_ns: t.wall_ns(now, ns_per_tick),
         cpu_user_ns: cpu.user_ns,
         cpu_kernel_ns: cpu.kernel_ns,
         nodes,

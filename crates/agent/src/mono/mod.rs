@@ -135,8 +135,7 @@ impl Events for Agent {
         }
         let os_tid = threads::gettid();
         // Mono signals every attached thread in sampling mode; this one is now known to
-        // `sampling`. (It is not unregistered when it stops: Mono stops signalling it, and a later
-        // thread that reuses its OS thread id takes its slot over.)
+        // `sampling` (until `thread_stopped`: its slot is reused once the thread is gone).
         session::thread_started(os_tid);
         let name = thread_ids(|ids| {
             ids.os_tid.insert(thread, os_tid);
@@ -157,8 +156,7 @@ impl Events for Agent {
         });
         let os_tid = os_tid.or_else(|| (thread == threads::pthread_self()).then(threads::gettid));
         if let Some(os_tid) = os_tid {
-            // (Not unregistered from sampling: see `thread_started`.)
-            threads::end(os_tid);
+            session::thread_ended(os_tid);
         }
     }
 

@@ -64,6 +64,9 @@ pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> st
 /// A sample's "periods before" (the thread was blocked since its previous sample) are charged to
 /// the previous sample's stack: a blocked thread's stack does not change. Periods a thread has
 /// been blocked since its last sample are charged there too, as the drain finds them.
+///
+/// Slots of threads that are gone get their last drain here and are then freed for the next
+/// thread (see `slots`); ended threads beyond the ones kept are folded (`threads::fold_ended`).
 pub fn drain() {
     static DRAINING: Mutex<()> = Mutex::new(());
     let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
@@ -72,13 +75,16 @@ pub fn drain() {
     let interval_ns = interval().as_nanos() as u64;
     let raw_addresses = resolver.raw_addresses();
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
+    slots::seal_gone();
     for slot in slots::used() {
         let tid = slot.tid.load(Acquire);
         let Some(ring) = slot.ring() else { continue };
         if tid == 0 {
             continue;
         }
-        let tree = &threads::state_for(tid).tree;
+        // The slot's own thread (a thread id may name a newer thread by now).
+        let Some(thread) = slot.thread() else { continue };
+        let tree = &thread.tree;
         let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
         ring.drain(|frames, periods, before, flags| {
             if raw_addresses {
@@ -107,6 +113,10 @@ pub fn drain() {
             slot.last_leaf.store(leaf + 1, Relaxed);
         }
     }
+    if slots::release_final() > 0 {
+        super::register_waiting();
+    }
+    threads::fold_ended();
 }
 
 /// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses).

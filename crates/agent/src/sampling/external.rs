@@ -22,7 +22,7 @@ const EMPTY: PerThread = PerThread { clock_ns: AtomicU64::new(0), carry_ns: Atom
 /// By slot index.
 static THREADS: [PerThread; slots::MAX_THREADS] = [EMPTY; slots::MAX_THREADS];
 
-/// A new thread (slot `index`): its clock starts now.
+/// A new thread (slot `index`, perhaps used by a thread gone since): its clock starts now.
 pub(super) fn registered(index: usize, tid: u32, clock: Clock) {
     let now = match clock {
         Clock::Cpu => thread_cpu_ns(tid).unwrap_or(0),
@@ -30,6 +30,7 @@ pub(super) fn registered(index: usize, tid: u32, clock: Clock) {
     };
     if let Some(state) = THREADS.get(index) {
         state.clock_ns.store(now, Relaxed);
+        state.carry_ns.store(0, Relaxed);
     }
 }
 
@@ -57,12 +58,17 @@ pub fn start_external(interval: Duration, clock: Clock, resolver: Box<dyn FrameR
 /// Async-signal-safe: finds the thread's slot through a thread-local cache (else its thread id
 /// among the published slots), reads one clock, writes into the thread's preallocated ring. No
 /// allocation, no lock, no panic path. A thread that was never registered counts as
-/// `unknown_thread`.
+/// `unknown_thread`; one waiting for a slot (more than [`slots::MAX_THREADS`] live at once)
+/// counts the tick as `too_many_threads`.
 pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64) {
     let Some(config) = CONFIG.get() else { return };
     let Sampler::External(clock) = config.sampler else { return };
     let Some((index, slot)) = slots::current_slot() else {
-        COUNTERS.unknown_thread.fetch_add(1, Relaxed);
+        if slots::current_waiting() {
+            COUNTERS.too_many_threads.fetch_add(1, Relaxed);
+        } else {
+            COUNTERS.unknown_thread.fetch_add(1, Relaxed);
+        }
         return;
     };
     let Some(state) = THREADS.get(index) else { return };

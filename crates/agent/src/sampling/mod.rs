@@ -25,13 +25,15 @@ pub mod symbols;
 pub use drain::{Frame, FrameResolver, drain};
 pub use external::{record_for_current_thread, start_external};
 pub use signal::{fault_handled_on_this_thread, start};
-pub use slots::{MAX_THREADS, unregister};
+pub use slots::MAX_THREADS;
 pub use symbols::{native_frame, native_symbol};
 
 pub use common::{Clock, external, interval, on_notice};
 
+use crate::tree::threads::{self, ThreadState};
 use common::{CONFIG, COUNTERS, Sampler};
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 
 /// Why samples were lost, for the report.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +42,9 @@ pub struct Losses {
     pub ring_full: u64,
     /// A sample arrived for no registered thread.
     pub unknown_thread: u64,
-    /// More threads than [`MAX_THREADS`] (their samples were never taken).
+    /// Intervals of threads that were not sampled because [`MAX_THREADS`] others were (they
+    /// wait for a slot: the signal sampler counts the intervals they run, or that pass with the
+    /// wall clock; an external sampler the ticks that reach them).
     pub too_many_threads: u64,
     /// Ticks at which a thread still had a signal pending (it had not run since); the periods
     /// are not lost, they are added to its next sample. (External sampler: the periods beyond
@@ -72,19 +76,43 @@ pub fn totals() -> (u64, Losses) {
     (c.taken.load(Relaxed), losses)
 }
 
-/// Starts sampling thread `tid` (any thread may call this; when the thread itself does, its
-/// stack's limits are taken then — call it again from the thread if it was registered first from
-/// elsewhere).
-pub fn register(tid: u32) {
+/// Registrations and unregistrations, one at a time (a thread may be reported from two threads
+/// at once: CoreCLR's `ThreadCreated` and `ThreadAssignedToOSThread`).
+static REGISTERING: Mutex<()> = Mutex::new(());
+
+/// Starts sampling thread `tid` into `thread`'s call tree (any thread may call this; when the
+/// thread itself does, its stack's limits are taken then — call it again from the thread if it
+/// was registered first from elsewhere). With every slot taken, the thread waits for one.
+pub fn register(tid: u32, thread: Arc<ThreadState>) {
     let Some(config) = CONFIG.get() else { return };
-    let own_thread = tid == crate::tree::threads::gettid();
-    let Some((index, new)) = slots::claim(tid) else { return };
+    let _registering = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+    let own_thread = tid == threads::gettid();
+    let Some((index, new)) = slots::claim(tid) else {
+        if own_thread {
+            slots::mark_current_waiting();
+        }
+        return;
+    };
     match config.sampler {
         Sampler::Signal => signal::registered(index, tid, new, own_thread),
         Sampler::External(clock) if new => external::registered(index, tid, clock),
         Sampler::External(_) => {}
     }
     if new {
-        slots::activate(index, tid);
+        slots::activate(index, tid, thread);
+    }
+}
+
+/// Stops sampling thread `tid`, which the runtime reports ended. Its samples so far are drained
+/// into its tree; its slot is reused once the thread is gone.
+pub fn unregister(tid: u32) {
+    let _registering = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+    slots::unregister(tid);
+}
+
+/// Gives the slots the drain just freed to threads waiting for one (drain thread).
+fn register_waiting() {
+    for tid in slots::waiting() {
+        register(tid, threads::state_for(tid));
     }
 }

@@ -281,11 +281,12 @@ pub fn thread_started(os_tid: u32) {
 /// Starts sampling thread `os_tid` (with its call tree). Backends call it for the thread that runs
 /// `Main` while they set sampling up, before any thread event.
 pub fn sample_thread(os_tid: u32) {
-    threads::state_for(os_tid);
-    sampling::register(os_tid);
+    sampling::register(os_tid, threads::state_for(os_tid));
 }
 
-/// A thread the runtime reports ended: sampling stops, its tree is closed (and kept).
+/// A thread the runtime reports ended: sampling stops (its slot is reused once the thread is gone
+/// and its last samples are in), its tree is closed and kept (on its own, or folded with other
+/// ended threads: `threads::fold_ended`).
 pub fn thread_ended(os_tid: u32) {
     if mode() == Some(Mode::Sampling) {
         sampling::unregister(os_tid);
@@ -295,7 +296,7 @@ pub fn thread_ended(os_tid: u32) {
 
 /// A managed thread's name.
 pub fn thread_named(os_tid: u32, name: String) {
-    threads::registry().names.insert(os_tid, name);
+    threads::set_name(os_tid, name);
 }
 
 /// The facts of a tracing session: the hooks' cost is measured (and sent with each snapshot) for

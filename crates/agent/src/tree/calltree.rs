@@ -142,7 +142,7 @@ fn cache_slot(parent: u32, method: u32) -> (usize, u64) {
 ///
 /// Every pointer a tree stores (`current`, `child`, `parent_node`, `overflow_from`) is null or
 /// points into the tree's own chunks or `overflow` box, which are never freed or moved while the
-/// tree exists; and trees of threads live for the whole process.
+/// tree exists (a thread's tree is dropped only once nothing can use it: see `threads`).
 #[inline(always)]
 fn at(_tree: &CallTree, node: *const Node) -> Option<&Node> {
     // SAFETY: see above — null or a live node of `_tree`, which outlives the returned reference.
@@ -382,6 +382,43 @@ impl CallTree {
         }
     }
 
+    /// Adds every count of `other` (a tree nobody writes any more) to the node of the same call
+    /// path here, creating the paths this tree lacks: calls, inclusive ticks, samples and calls
+    /// lost. Open calls add nothing (the snapshot of an ended thread counts none either). Only
+    /// for a tree with a single writer, the caller.
+    pub fn absorb(&self, other: &CallTree) {
+        bump(&self.lost, other.lost.load(Relaxed));
+        let len = other.len();
+        // `map[i]`: this tree's node for `other`'s node `i` (parents come before their children).
+        let mut map: Vec<u32> = Vec::with_capacity(len as usize);
+        map.push(ROOT);
+        for index in 1..len {
+            let Some(node) = other.node(index) else { break };
+            let method = node.method.load(Relaxed);
+            let parent = map.get(node.parent.load(Relaxed) as usize).copied().unwrap_or(NIL);
+            let mine = if method == NO_METHOD || parent == NIL {
+                None
+            } else {
+                self.node(parent).and_then(|p| self.child(p, method))
+            };
+            let (calls, samples) = (node.calls.load(Relaxed), node.self_samples.load(Relaxed));
+            match mine {
+                Some(mine) => {
+                    bump(&mine.calls, calls);
+                    bump(&mine.total_ticks, node.total_ticks.load(Relaxed));
+                    bump(&mine.self_samples, samples);
+                    bump(&mine.sampled_ns, node.sampled_ns.load(Relaxed));
+                    map.push(mine.index.load(Relaxed));
+                }
+                None => {
+                    // This tree is full: what the node counted is lost here.
+                    bump(&self.lost, calls.max(samples));
+                    map.push(NIL);
+                }
+            }
+        }
+    }
+
     /// The open frames, innermost first (for snapshots: their running time is not yet in
     /// `total_ticks`). Racy by design when read from another thread; bounded by the node count.
     pub fn open_frames(&self) -> Vec<u32> {
@@ -473,6 +510,28 @@ mod tests {
         assert_eq!(t.current(), ROOT);
         t.leave(1, 30); // unmatched at root: ignored
         assert_eq!(counts(&t), vec![(ROOT, 1, 1, 20), (1, 2, 1, 9), (2, 3, 1, 8)]);
+    }
+
+    #[test]
+    fn absorbing_a_tree_adds_its_counts_path_by_path() {
+        let into = CallTree::new();
+        into.enter(1, 0);
+        into.enter(2, 1);
+        into.leave(2, 3);
+        into.leave(1, 10);
+        let from = CallTree::new();
+        from.enter(1, 0);
+        from.enter(3, 1); // a path `into` lacks
+        from.leave(3, 2);
+        from.enter(2, 4);
+        from.leave(2, 9);
+        from.leave(1, 20);
+        from.record_sample(&[1, 2], 4, 400);
+        into.absorb(&from);
+        into.absorb(&from);
+        assert_eq!(counts(&into), vec![(ROOT, 1, 3, 50), (1, 2, 3, 12), (1, 3, 2, 2)]);
+        let leaf = into.node(2).unwrap();
+        assert_eq!((leaf.self_samples.load(Relaxed), leaf.sampled_ns.load(Relaxed)), (8, 800));
     }
 
     #[test]

@@ -1,24 +1,49 @@
-//! Per-thread state and the registry of all threads the agent has seen.
+//! Per-thread state and the registry of the threads the agent has seen.
 //!
-//! A thread's state is created on its first traced call (the slow path of the hooks) and lives
-//! until the process ends: a finished thread's call tree is still part of the profile. The
-//! thread-local slot holds a `&'static ThreadState`, so the hot path is one TLS read.
+//! A thread's state is created on its first traced call (the slow path of the hooks) or, in
+//! sampling mode, when the runtime reports the thread. A finished thread's call tree stays in the
+//! profile, but memory must not grow with the threads a process ever created (services start and
+//! retire threads all day): once more than [`KEPT_ENDED`] threads have ended, the oldest ended
+//! ones whose tree can no longer change — the OS thread is gone, and no sampler slot still
+//! writes into it — are **folded** into one aggregate tree (reported as the thread
+//! `[N ended threads]`, OS thread id 0) and freed ([`fold_ended`]). Memory is then bounded by the
+//! live threads, [`KEPT_ENDED`] ended ones and the aggregate, whose size grows with distinct call
+//! paths only.
+//!
+//! The registry owns each state (an `Arc`); the thread-local slot holds a plain pointer to it, so
+//! the hot path is one TLS read. That pointer stays valid: a state is dropped only after its OS
+//! thread is gone, and with it the slot. Readers on other threads (snapshots, the sampled-timing
+//! thread) hold `Arc`s of their own.
 
 use crate::tree::calltree::CallTree;
 use crate::tree::clock;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Ended threads listed one by one; older ones are folded into the `[N ended threads]` aggregate.
+pub const KEPT_ENDED: usize = 100;
 
 pub struct ThreadState {
     pub os_tid: u32,
     pub tree: CallTree,
     pub first_tick: u64,
-    /// Set when the runtime reports the thread destroyed.
+    /// Set when the runtime reports the thread destroyed (or its sampler finds it gone).
     pub ended: AtomicBool,
     pub end_tick: AtomicU64,
     /// CPU times read when the thread ended (its /proc entry is gone afterwards).
     pub final_cpu: Mutex<Option<CpuTimes>>,
+    /// The managed thread's name.
+    pub name: Mutex<Option<String>>,
+    /// Sampling mode: sampler slots bound to this state (the drain writes their samples into the
+    /// tree).
+    pub sampled: AtomicU32,
+    /// The thread's start time (field 22 of its `/proc` stat: clock ticks since boot; 0 when
+    /// unknown). With `os_tid`, it tells the thread from a later one that reuses its id.
+    start_time: u64,
+    /// The aggregate of ended threads ([`fold_ended`]): how many, and their wall time together.
+    merged_threads: AtomicU64,
+    merged_wall_ns: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,15 +54,27 @@ pub struct CpuTimes {
 
 #[derive(Default)]
 pub struct Registry {
-    pub threads: Vec<&'static ThreadState>,
-    pub by_tid: HashMap<u32, &'static ThreadState>,
-    /// Managed thread names by OS thread id (a name may arrive before the thread's first call).
+    /// Every thread listed in the profile: live ones and the last [`KEPT_ENDED`] ended ones.
+    pub threads: Vec<Arc<ThreadState>>,
+    /// The latest thread with each OS thread id.
+    pub by_tid: HashMap<u32, Arc<ThreadState>>,
+    /// Names of managed threads that arrived before the thread's state was created, by OS thread
+    /// id (dropped when the thread ends).
     pub names: HashMap<u32, String>,
     /// Names of managed threads (by runtime ThreadID) that had no OS thread yet.
     pub pending_names: HashMap<usize, String>,
+    /// Ended threads still listed one by one, oldest first.
+    ended: VecDeque<Arc<ThreadState>>,
+    /// The threads folded so far ([`fold_ended`]).
+    aggregate: Option<Arc<ThreadState>>,
 }
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// `Registry::ended.len()`, to skip [`fold_ended`] without the lock.
+static ENDED: AtomicUsize = AtomicUsize::new(0);
+/// Held while ended threads are folded, and by snapshots while they read the trees: a snapshot
+/// never sees a thread both on its own and inside the aggregate.
+static FOLDING: Mutex<()> = Mutex::new(());
 
 /// The registry, locked. Never held on the hot path: only on a thread's first call, by the
 /// sampler and by snapshots. A poisoned lock is recovered: the data is plain bookkeeping.
@@ -47,7 +84,19 @@ pub fn registry() -> RegistryGuard {
 
 /// Call-tree nodes of every thread together.
 pub fn total_nodes() -> u64 {
-    registry().threads.iter().map(|t| u64::from(t.tree.len())).sum()
+    let registry = registry();
+    let aggregate = registry.aggregate.iter().map(|t| u64::from(t.tree.len())).sum::<u64>();
+    registry.threads.iter().map(|t| u64::from(t.tree.len())).sum::<u64>() + aggregate
+}
+
+/// Every listed thread, then the aggregate of the folded ones (if any), with the fold lock held
+/// (see [`FOLDING`]) for as long as the caller keeps the guard. For snapshots.
+pub fn listed() -> (MutexGuard<'static, ()>, Vec<Arc<ThreadState>>) {
+    let folding = FOLDING.lock().unwrap_or_else(|e| e.into_inner());
+    let registry = registry();
+    let mut threads = registry.threads.clone();
+    threads.extend(registry.aggregate.iter().cloned());
+    (folding, threads)
 }
 
 pub struct RegistryGuard(MutexGuard<'static, Option<Registry>>);
@@ -109,7 +158,9 @@ pub mod slot {
 /// This thread's state, if it has one.
 #[inline(always)]
 pub fn current_if_any() -> Option<&'static ThreadState> {
-    // SAFETY: the slot only ever holds null or a leaked (never freed) ThreadState.
+    // SAFETY: the slot only ever holds null, a leaked ThreadState (`with_private_state`) or one
+    // the registry owns, which is dropped only after this thread is gone (`fold_ended`): for as
+    // long as this thread can read it.
     unsafe { slot::get().as_ref() }
 }
 
@@ -125,34 +176,113 @@ pub fn current() -> &'static ThreadState {
 #[cold]
 fn register_current() -> &'static ThreadState {
     let os_tid = gettid();
-    let state: &'static ThreadState = Box::leak(Box::new(ThreadState::new(os_tid)));
-    let mut registry = registry();
-    registry.threads.push(state);
-    registry.by_tid.insert(os_tid, state);
-    drop(registry);
-    slot::set(state);
-    state
+    let state = Arc::new(ThreadState::new(os_tid));
+    let pointer = Arc::as_ptr(&state);
+    registry().add(state);
+    slot::set(pointer);
+    // SAFETY: the registry owns the state and drops it only after this thread is gone (see
+    // `current_if_any`).
+    unsafe { &*pointer }
 }
 
-/// Closes thread `tid`'s tree, if it has one (it stays in the profile).
+impl Registry {
+    /// Lists a new thread's state (the latest with its OS thread id), with the name that may have
+    /// arrived before it.
+    fn add(&mut self, state: Arc<ThreadState>) {
+        if let Some(name) = self.names.remove(&state.os_tid) {
+            *state.name.lock().unwrap_or_else(|e| e.into_inner()) = Some(name);
+        }
+        self.by_tid.insert(state.os_tid, state.clone());
+        self.threads.push(state);
+    }
+}
+
+/// Closes thread `tid`'s tree, if it has one (it stays in the profile, on its own or folded).
 pub fn end(tid: u32) {
-    let state = registry().by_tid.get(&tid).copied();
+    let state = {
+        let mut registry = registry();
+        registry.names.remove(&tid);
+        registry.by_tid.get(&tid).cloned()
+    };
     if let Some(state) = state {
-        state.end();
+        end_state(&state);
+    }
+    fold_ended();
+}
+
+/// Closes `state`'s tree (a thread found gone, or reported ended).
+pub fn end_state(state: &Arc<ThreadState>) {
+    if state.end() {
+        let mut registry = registry();
+        registry.ended.push_back(state.clone());
+        ENDED.store(registry.ended.len(), Relaxed);
     }
 }
 
-/// The state of thread `tid`, created and registered if needed (sampling mode builds trees for
-/// threads from another thread, so this does not touch the thread-local slot).
-pub fn state_for(tid: u32) -> &'static ThreadState {
-    let mut registry = registry();
-    if let Some(&state) = registry.by_tid.get(&tid) {
-        return state;
+/// The state of the live thread `tid`, created and registered if needed (sampling mode builds
+/// trees for threads from another thread, so this does not touch the thread-local slot). A
+/// thread id whose last state has ended belongs to a new thread: it gets a state of its own.
+pub fn state_for(tid: u32) -> Arc<ThreadState> {
+    if let Some(state) = registry().by_tid.get(&tid).filter(|s| !s.ended.load(Acquire)) {
+        return state.clone();
     }
-    let state: &'static ThreadState = Box::leak(Box::new(ThreadState::new(tid)));
-    registry.threads.push(state);
-    registry.by_tid.insert(tid, state);
-    state
+    let new = Arc::new(ThreadState::new(tid)); // reads /proc: outside the lock
+    let mut registry = registry();
+    if let Some(state) = registry.by_tid.get(&tid).filter(|s| !s.ended.load(Acquire)) {
+        return state.clone(); // registered meanwhile
+    }
+    registry.add(new.clone());
+    new
+}
+
+/// Thread `tid`'s name (it may arrive before the thread's state exists).
+pub fn set_name(tid: u32, name: String) {
+    let mut registry = registry();
+    match registry.by_tid.get(&tid).filter(|s| !s.ended.load(Acquire)) {
+        Some(state) => *state.name.lock().unwrap_or_else(|e| e.into_inner()) = Some(name),
+        None => {
+            registry.names.insert(tid, name);
+        }
+    }
+}
+
+/// Folds the oldest ended threads beyond [`KEPT_ENDED`] whose trees can no longer change (the
+/// OS thread is gone and no sampler slot is bound to the state) into the aggregate, and frees
+/// them. Called when a thread ends and by the sampling drain; returns at once if another fold or
+/// a snapshot is under way (the next call does the work).
+pub fn fold_ended() {
+    if ENDED.load(Relaxed) <= KEPT_ENDED {
+        return;
+    }
+    let Ok(_folding) = FOLDING.try_lock() else { return };
+    // The oldest candidates, checked outside the registry lock (each check reads /proc). A few
+    // more than needed: a thread reported ended may still be on its way out.
+    let (candidates, excess) = {
+        let registry = registry();
+        let excess = registry.ended.len().saturating_sub(KEPT_ENDED);
+        (registry.ended.iter().take(excess + 8).cloned().collect::<Vec<_>>(), excess)
+    };
+    let done: Vec<Arc<ThreadState>> =
+        candidates.into_iter().filter(|t| t.sampled.load(Acquire) == 0 && t.gone()).take(excess).collect();
+    if done.is_empty() {
+        return;
+    }
+    let aggregate = {
+        let mut registry = registry();
+        let is_done = |t: &Arc<ThreadState>| done.iter().any(|d| Arc::ptr_eq(d, t));
+        registry.ended.retain(|t| !is_done(t));
+        registry.threads.retain(|t| !is_done(t));
+        for t in &done {
+            if registry.by_tid.get(&t.os_tid).is_some_and(|s| Arc::ptr_eq(s, t)) {
+                registry.by_tid.remove(&t.os_tid);
+            }
+        }
+        ENDED.store(registry.ended.len(), Relaxed);
+        registry.aggregate.get_or_insert_with(|| Arc::new(ThreadState::aggregate())).clone()
+    };
+    for t in &done {
+        aggregate.absorb(t);
+    }
 }
 
 /// Runs `f` with this thread's hooks recording into `state`, which is not registered (used by the
@@ -174,16 +304,76 @@ impl ThreadState {
             ended: AtomicBool::new(false),
             end_tick: AtomicU64::new(0),
             final_cpu: Mutex::new(None),
+            name: Mutex::new(None),
+            sampled: AtomicU32::new(0),
+            start_time: if os_tid == 0 { 0 } else { start_time(os_tid).unwrap_or(0) },
+            merged_threads: AtomicU64::new(0),
+            merged_wall_ns: AtomicU64::new(0),
         }
     }
 
-    /// Called when the runtime reports the thread gone.
-    pub fn end(&self) {
-        if !self.ended.swap(true, AcqRel) {
-            self.end_tick.store(clock::ticks(), Relaxed);
-            let cpu = cpu_times(self.os_tid);
-            *self.final_cpu.lock().unwrap_or_else(|e| e.into_inner()) = cpu;
+    /// The aggregate of folded threads: ended from the start, its CPU times the sum of theirs.
+    fn aggregate() -> Self {
+        let state = ThreadState::new(0);
+        state.ended.store(true, Release);
+        *state.final_cpu.lock().unwrap_or_else(|e| e.into_inner()) = Some(CpuTimes::default());
+        state
+    }
+
+    /// Called when the runtime reports the thread gone; true the first time.
+    pub fn end(&self) -> bool {
+        if self.ended.swap(true, AcqRel) {
+            return false;
         }
+        self.end_tick.store(clock::ticks(), Relaxed);
+        let cpu = cpu_times(self.os_tid).filter(|_| !self.gone());
+        *self.final_cpu.lock().unwrap_or_else(|e| e.into_inner()) = cpu;
+        true
+    }
+
+    /// True once the OS thread is gone (no `/proc` entry, a zombie, or its id now names a thread
+    /// started at another time): nothing runs on it any more, no signal reaches it. When in
+    /// doubt (`/proc` unreadable for another reason), false: the state is then kept.
+    pub fn gone(&self) -> bool {
+        if self.os_tid == 0 {
+            return true;
+        }
+        let stat = match std::fs::read_to_string(format!("/proc/self/task/{}/stat", self.os_tid)) {
+            Ok(stat) => stat,
+            Err(e) => return e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH),
+        };
+        let Some(fields) = stat_fields_of(&stat) else { return false };
+        let state = fields.first().and_then(|s| s.bytes().next());
+        let start: Option<u64> = fields.get(19).and_then(|s| s.parse().ok());
+        matches!(state, Some(b'Z' | b'X')) || (self.start_time != 0 && start.is_some_and(|s| s != self.start_time))
+    }
+
+    /// Threads this state stands for: 0 for a thread, N for the aggregate of N folded threads.
+    pub fn merged_threads(&self) -> u64 {
+        self.merged_threads.load(Relaxed)
+    }
+
+    /// Wall time from the thread's first event to its end (or `now`); the aggregate's: the sum of
+    /// its threads'.
+    pub fn wall_ns(&self, now: u64, ns_per_tick: f64) -> u64 {
+        if self.merged_threads() > 0 {
+            return self.merged_wall_ns.load(Relaxed);
+        }
+        let end = if self.ended.load(Relaxed) { self.end_tick.load(Relaxed) } else { now };
+        clock::ticks_to_ns(end.saturating_sub(self.first_tick), ns_per_tick)
+    }
+
+    /// Adds an ended thread's tree, wall and CPU times to this aggregate (folding only).
+    fn absorb(&self, thread: &ThreadState) {
+        self.tree.absorb(&thread.tree);
+        let wall = thread.wall_ns(clock::ticks(), clock::ns_per_tick());
+        self.merged_wall_ns.fetch_add(wall, Relaxed);
+        self.merged_threads.fetch_add(thread.merged_threads().max(1), Relaxed);
+        let cpu = thread.final_cpu.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
+        let mut total = self.final_cpu.lock().unwrap_or_else(|e| e.into_inner());
+        let total = total.get_or_insert_with(CpuTimes::default);
+        total.user_ns += cpu.user_ns;
+        total.kernel_ns += cpu.kernel_ns;
     }
 
     pub fn cpu(&self) -> CpuTimes {
@@ -203,6 +393,18 @@ pub fn pthread_self() -> usize {
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions and cannot fail.
     unsafe { libc::gettid() as u32 }
+}
+
+/// The fields of a `/proc/.../stat` line after the command name (state first: field 3).
+fn stat_fields_of(stat: &str) -> Option<Vec<&str>> {
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    Some(rest.split_whitespace().collect())
+}
+
+/// Thread `os_tid`'s start time (field 22 of its stat: clock ticks since boot).
+fn start_time(os_tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{os_tid}/stat")).ok()?;
+    stat_fields_of(&stat)?.get(19)?.parse().ok()
 }
 
 /// A thread's CPU time: the precise total from `schedstat` (ns), split into user and kernel in the

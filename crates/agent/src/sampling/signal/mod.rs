@@ -57,16 +57,24 @@ const EMPTY: PerThread = PerThread {
 /// By slot index.
 static THREADS: [PerThread; slots::MAX_THREADS] = [EMPTY; slots::MAX_THREADS];
 
-/// Slot `index`'s bookkeeping.
+/// Slot `index`'s bookkeeping (`index` may be a [`slots::token`]: the handler's slot, whose
+/// generation `slots::get` checks).
 fn state(index: usize) -> Option<&'static PerThread> {
-    THREADS.get(index)
+    THREADS.get(slots::index(index))
 }
 
-/// Thread `tid` (slot `index`) registered: when `new`, its CPU time so far is not sampled; when
-/// it registered itself (`own_thread`), its stack's limits are taken now.
+/// Thread `tid` (slot `index`) registered: when `new`, the slot's bookkeeping starts afresh (a
+/// slot is reused once its previous thread is gone) and the thread's CPU time so far is not
+/// sampled; when it registered itself (`own_thread`), its stack's limits are taken now.
 pub(super) fn registered(index: usize, tid: u32, new: bool, own_thread: bool) {
     let Some(state) = state(index) else { return };
     if new {
+        state.periods.store(0, Relaxed);
+        state.signalled.store(false, Relaxed);
+        state.unsampled_cpu_ns.store(0, Relaxed);
+        set_stack(state, 0, 0);
+        state.seen_sp.store(0, Relaxed);
+        state.pending_ticks.store(0, Relaxed);
         state.last_cpu_ns.store(thread_cpu_ns(tid).unwrap_or(0), Relaxed);
     }
     if own_thread && let Some((low, high)) = handler::own_stack() {
@@ -118,8 +126,12 @@ fn run_sampler(interval: Duration, clock: Clock) {
     let mut last_wall_ns = 0u64;
     let mut stopped = false;
     let pending_limit = (PENDING_LIMIT.as_nanos() as u64 / interval_ns).clamp(1, u64::from(u32::MAX)) as u32;
-    // Per slot (slots are never reused): the thread's stat file.
+    // Per slot: the thread's stat file, and the slot's generation it was opened in (slots are
+    // reused).
     let mut stats: Vec<Option<handler::ThreadStat>> = Vec::new();
+    let mut stat_generations: Vec<u32> = Vec::new();
+    // Threads waiting for a slot: CPU time at the last look, and not counted yet.
+    let mut waiting: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
     let min_run_ns = min_run_ns(interval_ns);
     loop {
         tick += 1;
@@ -140,18 +152,26 @@ fn run_sampler(interval: Duration, clock: Clock) {
         if tick.is_multiple_of(CHECK_EVERY) {
             find_unknown_stacks();
         }
+        count_waiting(&mut waiting, clock, interval_ns, wall_periods);
         let used = slots::used();
         stats.resize_with(used.len(), || None);
+        stat_generations.resize(used.len(), 0);
         for (index, slot) in used.iter().enumerate() {
             let Some(state) = state(index) else { continue };
+            // The generation first: a slot freed and claimed again since has a newer one.
+            let generation = slot.generation.load(Acquire);
             if !slot.active.load(Acquire) {
                 stats[index] = None;
                 continue;
             }
-            let tid = slot.tid.load(Relaxed);
+            let tid = slot.tid.load(Acquire);
+            if stat_generations[index] != generation {
+                stat_generations[index] = generation;
+                stats[index] = None;
+            }
             let looked = std::time::Instant::now();
             let Some(cpu) = thread_cpu_ns(tid) else {
-                slot.active.store(false, Release); // the thread is gone
+                slots::ended(index, generation); // the thread is gone
                 stats[index] = None;
                 continue;
             };
@@ -191,11 +211,33 @@ fn run_sampler(interval: Duration, clock: Clock) {
             state.pending_ticks.store(0, Relaxed);
             state.periods.fetch_add(periods, AcqRel);
             state.signalled.store(true, Release);
-            if !handler::signal(tid, index) {
+            if !handler::signal(tid, slots::token(index, generation)) {
                 state.signalled.store(false, Release);
-                slot.active.store(false, Release);
+                slots::ended(index, generation);
             }
         }
+    }
+}
+
+/// Threads waiting for a slot (more than [`slots::MAX_THREADS`] live at once) are not sampled:
+/// the intervals they run (`--clock cpu`), or that pass (`--clock wall`), count as
+/// `too_many_threads` until the drain gives them a slot.
+fn count_waiting(waiting: &mut std::collections::HashMap<u32, (u64, u64)>, clock: Clock, interval_ns: u64, wall: u64) {
+    let tids = slots::waiting();
+    waiting.retain(|tid, _| tids.contains(tid));
+    for tid in tids {
+        let Some(cpu) = thread_cpu_ns(tid) else { continue };
+        let (last_cpu, unsampled) = waiting.entry(tid).or_insert((cpu, 0));
+        let ran = cpu.saturating_sub(std::mem::replace(last_cpu, cpu));
+        let periods = match clock {
+            Clock::Wall => wall,
+            Clock::Cpu => {
+                let pending = *unsampled + ran;
+                *unsampled = pending % interval_ns;
+                pending / interval_ns
+            }
+        };
+        COUNTERS.too_many_threads.fetch_add(periods, Relaxed);
     }
 }
 
