@@ -191,7 +191,7 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 COUNTERS.signal_taken.fetch_add(periods, Relaxed);
                 continue;
             }
-            if !running(tid, ran >= min_run_ns, looked, &mut stats[index]) {
+            if !running(tid, cpu, ran >= min_run_ns, looked, &mut stats[index]) {
                 // Blocked: a signal would interrupt its system call. Its stack is the one it had
                 // when it last ran: charged there (`drain`).
                 slot.idle_periods.fetch_add(periods, AcqRel);
@@ -254,17 +254,29 @@ fn min_run_ns(interval_ns: u64) -> u64 {
 const FRESH: Duration = Duration::from_micros(50);
 
 /// True when thread `tid` is to be signalled now: it has run since the last look (`has_run`:
-/// at least [`min_run_ns`] of CPU time — the clock is exact for a running thread) and the kernel
-/// says it is running or runnable (`R` in `/proc/self/task/TID/stat`, read through a file kept
-/// open per thread: `stat`), as it still was when the look ended — a look older than [`FRESH`]
-/// (begun at `looked`) is made again. A thread seen blocked is never signalled: a signal there
+/// at least [`min_run_ns`] of CPU time — the clock is exact for a running thread) and it is on a
+/// CPU (its clock, `cpu` at the look, moves) or the kernel says it is runnable (`R` in
+/// `/proc/self/task/TID/stat`, read through a file kept open per thread: `stat`), as it still
+/// was when the look ended — a look older than [`FRESH`] (begun at `looked`) is made again. A thread seen blocked is never signalled: a signal there
 /// would make the call fail with `EINTR`. A thread that runs only briefly between two blocking
 /// calls (a loop of `poll`s) is not signalled either: its few microseconds are charged to its
 /// last sample. What is left is the race of a thread that ran, was seen running, and entered a
 /// blocking call in the microseconds before the signal arrived.
-fn running(tid: u32, has_run: bool, looked: std::time::Instant, stat: &mut Option<handler::ThreadStat>) -> bool {
+fn running(
+    tid: u32,
+    cpu: u64,
+    has_run: bool,
+    looked: std::time::Instant,
+    stat: &mut Option<handler::ThreadStat>,
+) -> bool {
     if !has_run {
         return false;
+    }
+    // On a CPU right now: its clock moved since the read a microsecond ago (the kernel brings a
+    // running thread's clock up to date on every read; a blocked or preempted one's stands
+    // still). One clock read (~1 µs here) instead of the `stat` file (~4.5 µs).
+    if thread_cpu_ns(tid).is_some_and(|again| again > cpu) && looked.elapsed() <= FRESH {
+        return true;
     }
     if stat.is_none() {
         *stat = handler::ThreadStat::open(tid);
