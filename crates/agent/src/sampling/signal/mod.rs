@@ -257,10 +257,10 @@ const FRESH: Duration = Duration::from_micros(50);
 /// at least [`min_run_ns`] of CPU time — the clock is exact for a running thread) and it is on a
 /// CPU (its clock, `cpu` at the look, moves) or the kernel says it is runnable (`R` in
 /// `/proc/self/task/TID/stat`, read through a file kept open per thread: `stat`), as it still
-/// was when the look ended — a look older than [`FRESH`] (begun at `looked`) is made again. A thread seen blocked is never signalled: a signal there
-/// would make the call fail with `EINTR`. A thread that runs only briefly between two blocking
-/// calls (a loop of `poll`s) is not signalled either: its few microseconds are charged to its
-/// last sample. What is left is the race of a thread that ran, was seen running, and entered a
+/// was when the look ended — a look older than [`FRESH`] (begun at `looked`) is made again. A
+/// thread seen blocked is never signalled: a signal there would make the call fail with `EINTR`.
+/// A thread that runs only briefly between two blocking calls (a loop of `poll`s) is not
+/// signalled either: its few microseconds are charged to its last sample. What is left is the race of a thread that ran, was seen running, and entered a
 /// blocking call in the microseconds before the signal arrived.
 fn running(
     tid: u32,
