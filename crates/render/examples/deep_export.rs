@@ -9,8 +9,12 @@
 use std::io::{self, Write};
 use std::time::Instant;
 
-use sonde_profile::{Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_profile::{Mode, Profile, Thread};
 use sonde_render::{Format, renderer};
+
+// The export tests' hand-built profiles: their `run`, `method` and `nodes` (totals from selves).
+#[path = "../tests/support/profiles.rs"]
+mod profiles;
 
 /// A sink that only counts.
 struct Count(u64);
@@ -27,50 +31,19 @@ impl Write for Count {
 }
 
 fn chain(depth: u32, mode: Mode) -> Profile {
-    let method = |name: &str| Method {
-        name: name.into(),
-        signature: "(int32) -> int32".into(),
-        assembly: "Deep".into(),
-        module: "Deep.dll".into(),
-    };
-    let mut nodes: Vec<Node> = (0..depth)
-        .map(|i| Node {
-            thread: 0,
-            parent: i.checked_sub(1),
-            method: u32::from(i > 0),
-            calls: 1,
-            self_ns: 100,
-            total_ns: 0,
-            self_samples: 1,
-            total_samples: 0,
-        })
-        .collect();
-    let (mut ns, mut samples) = (0, 0);
-    for n in nodes.iter_mut().rev() {
-        ns += n.self_ns;
-        samples += n.self_samples;
-        (n.total_ns, n.total_samples) = (ns, samples);
-    }
+    // Main (method 0) at the root, Recurse (method 1) below it, each level one call, 100 ns and
+    // one sample.
+    let rows: Vec<profiles::Row> = (0..depth).map(|i| (0, i.checked_sub(1), u32::from(i > 0), 1, 100, 1)).collect();
+    let nodes = profiles::nodes(&rows);
+    let (ns, samples) = nodes.first().map_or((0, 0), |root| (root.total_ns, root.total_samples));
+    let mut run = profiles::run(mode);
+    run.command = vec!["dotnet".into(), "Deep.dll".into()];
+    run.pid = 1;
+    run.wall_ns = ns;
+    run.samples_taken = samples;
+    let method = |name| profiles::method(name, "(int32) -> int32", "Deep.dll");
     Profile {
-        run: RunInfo {
-            mode,
-            timing: (mode == Mode::Tracing).then_some(Timing::Exact),
-            runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
-            command: vec!["dotnet".into(), "Deep.dll".into()],
-            pid: 1,
-            exit_code: Some(0),
-            signal: None,
-            wall_ns: ns,
-            started_unix_ms: 1_700_000_000_000,
-            sample_interval_ns: if mode == Mode::Sampling { 1_000_000 } else { 0 },
-            compensation: None,
-            incomplete: false,
-            lost: 0,
-            sample_clock: None,
-            samples_taken: samples,
-            samples_lost: Vec::new(),
-            agent_version: "0.1.0".into(),
-        },
+        run,
         methods: vec![method("Deep.Program.Main"), method("Deep.Program.Recurse")],
         threads: vec![Thread { os_tid: 1, name: None, wall_ns: ns, cpu_user_ns: 0, cpu_kernel_ns: 0 }],
         nodes,
