@@ -14,9 +14,9 @@ use std::collections::HashMap;
 pub(super) struct ClrFrames {
     cache: HashMap<usize, sampling::Frame>,
     runtime_calls: HashMap<usize, bool>,
-    /// Code (by entry address) whose shape was looked at (`learn_shape`), and the functions
-    /// whose code containing some address the runtime could not name.
-    shaped: std::collections::HashSet<usize>,
+    /// Code regions whose shape was looked at (`learn_shape`), start → end: an address inside
+    /// one needs no question to the runtime.
+    known: std::collections::BTreeMap<usize, usize>,
     table_full: bool,
 }
 
@@ -39,25 +39,32 @@ impl ClrFrames {
     /// known were walked by the chain alone.
     fn learn_shape(&mut self, function: FunctionID, ip: usize) {
         use sampling::shapes::{self, SHAPES, Shape};
-        if self.table_full || sampling::shapes::SHAPES.lookup(ip).is_some() {
+        if self.table_full || self.known.range(..=ip).next_back().is_some_and(|(_, &end)| ip < end) {
             return;
         }
         let Some(regions) = info().and_then(|info| info.code_containing(function, ip)) else { return };
+        self.known.extend(regions.iter().map(|&(start, size)| (start, start + size)));
         let Some(&(entry, size)) = regions.first() else { return };
-        if !self.shaped.insert(entry) {
-            return;
-        }
-        // An OSR method's epilogue is anywhere in its code: read all of it (bounded).
-        let mut code = vec![0u8; size.min(1 << 16)];
+        // The prologue tells frameless code; an OSR method's epilogue is anywhere in its code,
+        // which is then read whole (bounded).
+        let mut code = vec![0u8; size.min(64)];
         if read_memory(entry, &mut code).is_none() {
             return;
         }
-        let shape = match shapes::osr_return_offset(&code) {
-            Some(offset) => Shape::Osr(offset),
-            None => match shapes::frameless_size(&code[..code.len().min(64)]) {
+        let shape = if shapes::starts_osr(&code) {
+            code.resize(size.min(1 << 16), 0);
+            if read_memory(entry, &mut code).is_none() {
+                return;
+            }
+            match shapes::osr_return_offset(&code) {
+                Some(offset) => Shape::Osr(offset),
+                None => return,
+            }
+        } else {
+            match shapes::frameless_size(&code) {
                 Some(size) => Shape::Frameless(size),
                 None => return,
-            },
+            }
         };
         for &(start, size) in &regions {
             if !SHAPES.insert(start, start + size, shape) {

@@ -109,6 +109,12 @@ pub fn frameless_size(code: &[u8]) -> Option<u32> {
     None
 }
 
+/// True when `code` (a method's first bytes) begins as an on-stack-replacement method does
+/// (`mov rax, [rbp]`): [`osr_return_offset`] then wants the whole of it.
+pub fn starts_osr(code: &[u8]) -> bool {
+    matches!(decode(code), Some((Op::LoadRaxFromRbp, _)))
+}
+
 /// For an on-stack-replacement method (`code` is its whole code, from its first byte: `mov rax,
 /// [rbp]; push rax`, a frame of its own, and an epilogue that pops the original frame too):
 /// how far above RBP its return address is. `None` for any other code.
@@ -377,6 +383,7 @@ mod tests {
         // body sp = fp - 0x18; + 0x70 + 8 (pop rbx) + 8 (pop rbp) = fp + 0x68.
         assert_eq!(osr_return_offset(&code), Some(0x68));
         assert_eq!(osr_return_offset(TIER0_PROLOGUE), None, "not an OSR method");
+        assert!(starts_osr(&code) && !starts_osr(TIER0_PROLOGUE));
         // A real one (tests/apps/Leaves.cs's Delta, .NET 8.0.4): callee-saved registers stored
         // into the original frame before the frame pointer is set.
         let code = [
