@@ -6,6 +6,9 @@ as a share of one core over the run. The sampled thread's own cost is `sample_co
 BENCHMARKS.md); this is the rest.
 
 Usage: scripts/bench-agent-cpu.py [--threads 1,4] [--rates 100,1000] [--millions 4000]
+                                  [--samplers timers,thread]
+`timers`: the CPU clock's per-thread task-clock timers (the default where the kernel allows
+them); `thread`: the sampler thread (SONDE_CPU_TIMERS=0, the fallback).
 Needs: cargo build --release; scripts/setup.sh (SONDE_DOTNET, SONDE_MCS).
 """
 import argparse
@@ -45,11 +48,14 @@ def agent_threads(controller_pid):
     return found
 
 
-def run(tools, exe, out, threads, rate, millions):
+def run(tools, exe, out, threads, rate, millions, sampler):
     cmd = [str(SONDE), "record", "-q", "--rate", str(rate), "-o", str(out), "--",
            tools["SONDE_DOTNET"], str(exe), str(threads), str(millions)]
+    env = dict(os.environ)
+    if sampler == "thread":
+        env["SONDE_CPU_TIMERS"] = "0"
     start = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
     last, controller = {}, 0.0
     while p.poll() is None:
         last.update(agent_threads(p.pid))
@@ -72,21 +78,23 @@ def main():
     ap.add_argument("--threads", default="1,4")
     ap.add_argument("--rates", default="100,1000")
     ap.add_argument("--millions", type=int, default=4000)
+    ap.add_argument("--samplers", default="timers,thread")
     args = ap.parse_args()
     if not SONDE.exists():
         sys.exit("bench: build first: cargo build --release")
     tools = env_file()
     work = Path(tempfile.mkdtemp(prefix="sonde-bench-agent-cpu-"))
     exe = compile_app(tools["SONDE_MCS"], "Busy", work)
-    print("| busy threads | rate | wall | sonde-sampler | other agent threads | controller | Sonde's threads, % of a core |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for threads in map(int, args.threads.split(",")):
-        for rate in map(int, args.rates.split(",")):
-            wall, by_name, controller = run(tools, exe, work / "b.sonde", threads, rate, args.millions)
-            sampler = by_name.pop("sonde-sampler", 0.0)
-            others = sum(by_name.values())
-            share = 100 * (sampler + others + controller) / wall
-            print(f"| {threads} | {rate} Hz | {wall:.2f} s | {sampler:.2f} s | {others:.2f} s | {controller:.2f} s | {share:.1f}% |")
+    print("| CPU clock sampled by | busy threads | rate | wall | sonde-sampler | other agent threads | controller | Sonde's threads, % of a core |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for sampler_kind in args.samplers.split(","):
+        for threads in map(int, args.threads.split(",")):
+            for rate in map(int, args.rates.split(",")):
+                wall, by_name, controller = run(tools, exe, work / "b.sonde", threads, rate, args.millions, sampler_kind)
+                sampler = by_name.pop("sonde-sampler", 0.0)
+                others = sum(by_name.values())
+                share = 100 * (sampler + others + controller) / wall
+                print(f"| {sampler_kind} | {threads} | {rate} Hz | {wall:.2f} s | {sampler:.2f} s | {others:.2f} s | {controller:.2f} s | {share:.1f}% |")
 
 
 if __name__ == "__main__":

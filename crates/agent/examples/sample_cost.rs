@@ -1,6 +1,7 @@
-//! The cost of one CoreCLR-style sample (sampler-thread signal + handler + frame walk + ring
-//! write) on the sampled thread, measured inside one process so machine noise largely cancels:
-//! a fixed amount of work is timed in alternating slices with sampling on and off.
+//! The cost of one CoreCLR-style sample (per-thread timer signal — or, with `SONDE_CPU_TIMERS=0`,
+//! the sampler thread's — + handler + frame walk + ring write) on the sampled thread, measured
+//! inside one process so machine noise largely cancels: a fixed amount of work is timed in
+//! alternating slices with sampling on and off.
 //! `cargo run --release -p sonde-agent --example sample_cost [RATE_HZ=1000]`
 use sonde_agent::sampling;
 use sonde_agent::tree::threads;
@@ -27,7 +28,8 @@ fn work(n: u64) -> u64 {
 
 fn main() {
     let rate: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    sampling::start(Duration::from_micros(1_000_000 / rate), sampling::Clock::Cpu, Box::new(Ids)).unwrap();
+    let timers = std::env::var("SONDE_CPU_TIMERS").map_or(true, |v| v != "0");
+    sampling::start(Duration::from_micros(1_000_000 / rate), sampling::Clock::Cpu, timers, Box::new(Ids)).unwrap();
     let tid = threads::gettid();
     let n = 20_000_000; // ~ tens of ms of work per slice
     work(n);

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::BufReader;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -38,11 +38,38 @@ struct Shared {
     writers: Vec<UnixStream>,
 }
 
+/// Counts the sessions' changes (a snapshot arrived, a connection closed), so that
+/// [`Collector::finish`] sleeps until one happens rather than polling.
+#[derive(Default)]
+struct Changes {
+    count: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Changes {
+    fn bump(&self) {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.changed.notify_all();
+    }
+
+    fn seen(&self) -> u64 {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the count moves past `seen`, or `until`.
+    fn wait(&self, seen: u64, until: Instant) {
+        let count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        let timeout = until.saturating_duration_since(Instant::now());
+        let _ = self.changed.wait_timeout_while(count, timeout, |c| *c == seen);
+    }
+}
+
 pub struct Collector {
     shared: Arc<Mutex<Shared>>,
     dir: tempfile::TempDir,
     socket: PathBuf,
     accept: Option<JoinHandle<()>>,
+    changes: Arc<Changes>,
     verbose: bool,
 }
 
@@ -54,13 +81,14 @@ impl Collector {
         let socket = dir.path().join("agent.sock");
         let listener = UnixListener::bind(&socket)?;
         let shared = Arc::new(Mutex::new(Shared { sessions: Vec::new(), writers: Vec::new() }));
+        let changes = Arc::new(Changes::default());
         let accept = {
-            let shared = shared.clone();
+            let (shared, changes) = (shared.clone(), changes.clone());
             std::thread::Builder::new()
                 .name("sonde-accept".into())
-                .spawn(move || accept_loop(listener, shared, verbose))?
+                .spawn(move || accept_loop(listener, shared, changes, verbose))?
         };
-        Ok(Collector { shared, dir, socket, accept: Some(accept), verbose })
+        Ok(Collector { shared, dir, socket, accept: Some(accept), changes, verbose })
     }
 
     pub fn socket(&self) -> &Path {
@@ -84,19 +112,13 @@ impl Collector {
     /// Waits until every agent has closed its connection, or `patience` has passed since the last
     /// sign of life; then asks the stragglers for one last snapshot and returns all sessions.
     pub fn finish(mut self, patience: Duration) -> Vec<Session> {
-        let deadline = Instant::now() + patience;
-        while Instant::now() < deadline && !self.all_closed() {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.wait_closed(Instant::now() + patience);
         if !self.all_closed() {
             if self.verbose {
                 crate::say!("sonde: some agents are still running; taking their latest data");
             }
             self.request_snapshots();
-            let grace = Instant::now() + Duration::from_millis(500);
-            while Instant::now() < grace && !self.all_closed() {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            self.wait_closed(Instant::now() + Duration::from_millis(500));
         }
         let sessions = std::mem::take(&mut self.lock().sessions);
         for session in &sessions {
@@ -116,6 +138,17 @@ impl Collector {
                 Err(shared) => std::mem::take(&mut *shared.lock().unwrap_or_else(|e| e.into_inner())),
             })
             .collect()
+    }
+
+    /// Sleeps until every session is closed or complete, or `until`.
+    fn wait_closed(&self, until: Instant) {
+        loop {
+            let seen = self.changes.seen();
+            if self.all_closed() || Instant::now() >= until {
+                return;
+            }
+            self.changes.wait(seen, until);
+        }
     }
 
     fn all_closed(&self) -> bool {
@@ -173,12 +206,13 @@ fn start_time(pid: u32) -> Option<u64> {
 fn sweep_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
+        // The name first: one `stat` per entry of a busy /tmp adds up.
+        if !entry.file_name().as_encoded_bytes().starts_with(SESSION_PREFIX.as_bytes()) {
+            continue;
+        }
         let dir = entry.path();
         let ours = entry.metadata().is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == trust::user());
-        if !entry.file_name().to_string_lossy().starts_with(SESSION_PREFIX)
-            || !ours
-            || trust::check_private_dir(&dir).is_err()
-        {
+        if !ours || trust::check_private_dir(&dir).is_err() {
             continue;
         }
         let Ok(owner) = std::fs::read_to_string(dir.join(OWNER_FILE)) else { continue };
@@ -231,7 +265,7 @@ fn apply(session: &mut Session, mut snapshot: Snapshot) {
     session.latest = Some(snapshot);
 }
 
-fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool) {
+fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, changes: Arc<Changes>, verbose: bool) {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         // The directory keeps others out; the kernel's word on the peer is the second lock.
@@ -246,18 +280,21 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, verbose: bool
             shared.sessions.push(session.clone());
             shared.writers.push(writer);
         }
+        let changes = changes.clone();
         let _ = std::thread::Builder::new().name("sonde-agent-conn".into()).spawn(move || {
-            let result = serve(stream, &session, verbose);
+            let result = serve(stream, &session, &changes, verbose);
             let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(e) = result {
                 s.errors.push(e);
             }
             s.closed = true;
+            drop(s);
+            changes.bump();
         });
     }
 }
 
-fn serve(stream: UnixStream, session: &Mutex<Session>, verbose: bool) -> Result<(), String> {
+fn serve(stream: UnixStream, session: &Mutex<Session>, changes: &Changes, verbose: bool) -> Result<(), String> {
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let lock = || session.lock().unwrap_or_else(|e| e.into_inner());
@@ -283,7 +320,10 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, verbose: bool) -> Result<
     lock().hello = Some(hello);
     loop {
         match read_frame::<AgentMessage>(&mut reader) {
-            Ok(AgentMessage::Snapshot(snapshot)) => apply(&mut lock(), snapshot),
+            Ok(AgentMessage::Snapshot(snapshot)) => {
+                apply(&mut lock(), snapshot);
+                changes.bump();
+            }
             Ok(AgentMessage::Error(message)) => lock().errors.push(format!("agent: {message}")),
             Ok(AgentMessage::Hello(_)) => return Err("agent repeated its handshake".into()),
             Err(FrameError::Closed) => return Ok(()),

@@ -56,6 +56,9 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         log: args.agent_log.clone(),
         // Benchmarks set SONDE_BENCH_HOOKS in sonde's own environment; it passes through.
         bench_hooks: None,
+        // Tests and benchmarks of the sampler thread set SONDE_CPU_TIMERS=0 in sonde's own
+        // environment; it passes through.
+        cpu_timers: true,
     };
 
     let mut command = launch::command(&args.command, &agent, &config)?;
@@ -81,6 +84,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         _ => anyhow::anyhow!("cannot run `{}`: {e}", args.command[0]),
     })?;
     let child_pid = child.id();
+    let mut waiter = ExitWaiter::new(child_pid);
     let mut last_snapshot = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().context("cannot wait for the program")? {
@@ -99,7 +103,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
             collector.request_snapshots();
             last_snapshot = Instant::now();
         }
-        std::thread::sleep(Duration::from_millis(5));
+        waiter.wait(SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed()));
     };
     let connected = collector.connected();
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
@@ -122,6 +126,52 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         }
     }
     Ok(exit)
+}
+
+/// Sleeps until the program ends, a signal for `sonde` arrives, or a timeout — rather than
+/// waking every few milliseconds to look (each look would cost the whole recording a wake-up and
+/// the run up to a period of latency at its end): a pidfd becomes readable when the process ends,
+/// and the signals SIGINT, SIGQUIT, SIGTERM and SIGHUP write to a socket pair (their flags are
+/// read by the caller). Where pidfds are missing (Linux before 5.3), it sleeps 5 ms.
+struct ExitWaiter {
+    pidfd: Option<rustix::fd::OwnedFd>,
+    wake: Option<std::os::unix::net::UnixStream>,
+}
+
+impl ExitWaiter {
+    fn new(pid: u32) -> ExitWaiter {
+        let pidfd = rustix::process::Pid::from_raw(pid as i32)
+            .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+        let wake = std::os::unix::net::UnixStream::pair().ok().and_then(|(rx, tx)| {
+            rx.set_nonblocking(true).ok()?;
+            tx.set_nonblocking(true).ok()?;
+            for signal in [
+                signal_hook::consts::SIGINT,
+                signal_hook::consts::SIGQUIT,
+                signal_hook::consts::SIGTERM,
+                signal_hook::consts::SIGHUP,
+            ] {
+                signal_hook::low_level::pipe::register(signal, tx.try_clone().ok()?).ok()?;
+            }
+            Some(rx)
+        });
+        ExitWaiter { pidfd, wake }
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        use std::os::fd::AsFd;
+        let (Some(pidfd), Some(wake)) = (&self.pidfd, &self.wake) else {
+            std::thread::sleep(timeout.min(Duration::from_millis(5)));
+            return;
+        };
+        let timeout = Timespec::try_from(timeout.max(Duration::from_millis(1))).ok();
+        let mut fds = [PollFd::new(pidfd, PollFlags::IN), PollFd::from_borrowed_fd(wake.as_fd(), PollFlags::IN)];
+        // EINTR (a signal) is a wake-up like any other.
+        let _ = poll(&mut fds, timeout.as_ref());
+        let mut buf = [0u8; 64];
+        while matches!(std::io::Read::read(&mut &*wake, &mut buf), Ok(n) if n > 0) {}
+    }
 }
 
 /// How the program ended: its exit code, or the signal it died of.

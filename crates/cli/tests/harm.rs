@@ -16,12 +16,29 @@ fn tmp() -> tempfile::TempDir {
 /// Records `Harm.exe ARGS` on CoreCLR with `opts`, `runs` times; every run must exit 0 with a
 /// usable sampling profile. Returns the last run's report.
 fn survives(opts: &[&str], args: &[&str], runs: usize) -> serde_json::Value {
+    survives_with(Sampler::Default, opts, args, runs)
+}
+
+/// Who raises the samples of the CPU clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sampler {
+    /// Per-thread task-clock timers where the kernel allows them (as here).
+    Default,
+    /// The sampler thread (`SONDE_CPU_TIMERS=0`), the fallback.
+    Thread,
+}
+
+/// [`survives`] with a choice of sampler.
+fn survives_with(sampler: Sampler, opts: &[&str], args: &[&str], runs: usize) -> serde_json::Value {
     let dir = tmp();
     let file = dir.path().join("harm.sonde");
     let mut report = serde_json::Value::Null;
     for run in 0..runs {
         let _ = std::fs::remove_file(&file);
-        let out = record_app(&file, opts, "Harm", args);
+        let out = match sampler {
+            Sampler::Default => record_app(&file, opts, "Harm", args),
+            Sampler::Thread => record_app_thread_sampler(&file, opts, "Harm", args),
+        };
         assert_eq!(out.code(), 0, "run {run} of Harm.exe {args:?} under sonde {opts:?}:\n{}", out.describe());
         report = report_json(&file);
         check_invariants(&report);
@@ -30,11 +47,13 @@ fn survives(opts: &[&str], args: &[&str], runs: usize) -> serde_json::Value {
 }
 
 /// Null dereferences caught in a loop: CoreCLR's SIGSEGV handler runs on the alternate signal
-/// stack, where a sampling signal must never land (docs/SAMPLING.md, "The signal"). 20 runs per
-/// thread count and rate, half with each clock.
+/// stack, where a sampling signal must never land (docs/SAMPLING.md, "The signal"). 21 runs per
+/// thread count and rate: the CPU clock with per-thread timers and with the sampler thread, and
+/// the wall clock.
 fn null_dereferences(threads: &str, rate: &str) {
-    for clock in ["cpu", "wall"] {
-        let report = survives(&["--rate", rate, "--clock", clock], &["nullref", threads, "500"], 10);
+    for (clock, sampler) in [("cpu", Sampler::Default), ("cpu", Sampler::Thread), ("wall", Sampler::Default)] {
+        let report = survives_with(sampler, &["--rate", rate, "--clock", clock], &["nullref", threads, "500"], 7);
+        let clock = format!("{clock} ({sampler:?} sampler)");
         // The sampling signal is blocked while the runtime handles a fault, and only then.
         let blocked = u64_of(&report["samples_lost"], "signal_blocked");
         assert!(
@@ -151,10 +170,13 @@ fn sleeps_are_not_cut_short() {
     let args = ["sleeps", "40", "20"];
     let direct = run_app("Harm", &args);
     assert_eq!(direct.code(), 0, "{}", direct.describe());
-    for clock in ["cpu", "wall"] {
+    for (clock, sampler) in [("cpu", Sampler::Default), ("cpu", Sampler::Thread), ("wall", Sampler::Default)] {
         let dir = tmp();
         let file = dir.path().join("sleeps.sonde");
-        let out = record_app(&file, &["--clock", clock], "Harm", &args);
+        let out = match sampler {
+            Sampler::Default => record_app(&file, &["--clock", clock], "Harm", &args),
+            Sampler::Thread => record_app_thread_sampler(&file, &["--clock", clock], "Harm", &args),
+        };
         assert_eq!(out.code(), 0, "{}", out.describe());
         for call in ["usleep", "poll"] {
             let stdout = out.stdout_str();

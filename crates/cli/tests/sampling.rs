@@ -40,13 +40,22 @@ fn beside_split() -> std::sync::RwLockReadGuard<'static, ()> {
     SPLIT_RECORDINGS.read().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Records `Split.exe 3` on `rt` with `clock`; checks its exit code and facts; returns the
+/// Records `Split.exe 3` on `rt` with `clock` (on CoreCLR's CPU clock, by the sampler thread
+/// when `thread_sampler`, else by per-thread timers); checks its exit code and facts; returns the
 /// program's measured split (for `clock`), the sampled one, and the report.
-fn record_split(rt: Runtime, clock: &str) -> (BTreeMap<String, f64>, BTreeMap<String, f64>, Value) {
+fn record_split(
+    rt: Runtime,
+    clock: &str,
+    thread_sampler: bool,
+) -> (BTreeMap<String, f64>, BTreeMap<String, f64>, Value) {
     let _alone = SPLIT_RECORDINGS.write().unwrap_or_else(|e| e.into_inner());
     let dir = tmp();
     let file = dir.path().join("split.sonde");
-    let out = rt.record_app(&file, &["--clock", clock], "Split", &["3"]);
+    let out = if thread_sampler {
+        record_app_thread_sampler(&file, &["--clock", clock], "Split", &["3"])
+    } else {
+        rt.record_app(&file, &["--clock", clock], "Split", &["3"])
+    };
     assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
     let measured = measured_split(&out.stdout_str(), clock);
     assert_eq!(measured.len(), 3, "Split.exe printed {:?}", out.stdout_str());
@@ -57,8 +66,8 @@ fn record_split(rt: Runtime, clock: &str) -> (BTreeMap<String, f64>, BTreeMap<St
     (measured, sampled, report)
 }
 
-fn check_split(rt: Runtime, clock: &str) {
-    let (measured, sampled, report) = record_split(rt, clock);
+fn check_split(rt: Runtime, clock: &str, thread_sampler: bool) {
+    let (measured, sampled, report) = record_split(rt, clock, thread_sampler);
     for (name, m) in &measured {
         let s = sampled[name];
         assert!(
@@ -86,11 +95,18 @@ fn check_split(rt: Runtime, clock: &str) {
 }
 
 fn sampled_split_matches_measured_split_cpu_clock(rt: Runtime) {
-    check_split(rt, "cpu");
+    check_split(rt, "cpu", false);
+}
+
+/// The CPU clock on CoreCLR where `perf_event_open` is refused: the sampler thread looks at every
+/// thread every interval instead of per-thread timers.
+#[test]
+fn sampled_split_matches_measured_split_cpu_clock_by_the_sampler_thread() {
+    check_split(Runtime::CoreClr, "cpu", true);
 }
 
 fn sampled_split_matches_measured_split_wall_clock(rt: Runtime) {
-    check_split(rt, "wall");
+    check_split(rt, "wall", false);
 }
 
 /// Stress.exe 64 under sonde with `opts`: the same stdout, stderr and exit code as without it,
@@ -171,8 +187,8 @@ fn sampling_keeps_data_of_a_crash(rt: Runtime) {
 
 #[test]
 fn mono_sampled_split_matches_coreclr() {
-    let (_, mono, _) = record_split(Runtime::Mono, "cpu");
-    let (_, coreclr, _) = record_split(Runtime::CoreClr, "cpu");
+    let (_, mono, _) = record_split(Runtime::Mono, "cpu", false);
+    let (_, coreclr, _) = record_split(Runtime::CoreClr, "cpu", false);
     for (name, m) in &mono {
         let c = coreclr[name];
         assert!((m - c).abs() <= 3.0, "{name}: mono {m:.2}%, coreclr {c:.2}%\nmono {mono:?}\ncoreclr {coreclr:?}");

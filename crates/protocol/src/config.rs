@@ -24,6 +24,10 @@ pub const ENV_LOG: &str = "SONDE_LOG";
 /// in [`ALL_VARS`]: the controller never sets it; it reaches the agent from the environment the
 /// benchmark gives `sonde`.
 pub const ENV_BENCH_HOOKS: &str = "SONDE_BENCH_HOOKS";
+/// `0` keeps `--clock cpu` on the sampler thread, which then looks at every thread every
+/// interval, instead of per-thread task-clock timers (the default where the kernel allows them):
+/// for tests and benchmarks of that fallback. Not in [`ALL_VARS`], like [`ENV_BENCH_HOOKS`].
+pub const ENV_CPU_TIMERS: &str = "SONDE_CPU_TIMERS";
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] =
@@ -77,6 +81,8 @@ pub struct AgentConfig {
     pub log: Option<PathBuf>,
     /// Benchmarks only: see [`ENV_BENCH_HOOKS`].
     pub bench_hooks: Option<BenchHooks>,
+    /// Per-thread CPU-time timers for `--clock cpu` where available (see [`ENV_CPU_TIMERS`]).
+    pub cpu_timers: bool,
 }
 
 impl Default for AgentConfig {
@@ -90,6 +96,7 @@ impl Default for AgentConfig {
             clock: SampleClock::Cpu,
             log: None,
             bench_hooks: None,
+            cpu_timers: true,
         }
     }
 }
@@ -120,6 +127,9 @@ impl AgentConfig {
         }
         if let Some(hooks) = self.bench_hooks {
             env.push((ENV_BENCH_HOOKS, hooks.as_str().to_string()));
+        }
+        if !self.cpu_timers {
+            env.push((ENV_CPU_TIMERS, "0".into()));
         }
         env
     }
@@ -169,6 +179,7 @@ impl AgentConfig {
                 _ => return Err(ConfigError::UnknownBenchHooks(hooks)),
             };
         }
+        config.cpu_timers = get(ENV_CPU_TIMERS).is_none_or(|v| v != "0");
         Ok(config)
     }
 }
@@ -193,6 +204,7 @@ mod tests {
             clock: SampleClock::Wall,
             log: Some("/tmp/agent.log".into()),
             bench_hooks: Some(BenchHooks::Clock),
+            cpu_timers: false,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

@@ -6,14 +6,14 @@ use super::info;
 use crate::sampling;
 use crate::tree::methods::methods;
 use sonde_clr::sys::FunctionID;
-use std::collections::HashMap;
 
 /// Resolves sampled instruction pointers to methods: managed code through the runtime, native
 /// code through the dynamic linker's symbols, anything else as unknown code (stubs, JIT helpers).
 #[derive(Default)]
 pub(super) struct ClrFrames {
-    cache: HashMap<usize, sampling::Frame>,
-    runtime_calls: HashMap<usize, bool>,
+    cache: sampling::AddressMap<usize, sampling::Frame>,
+    runtime_calls: sampling::AddressMap<usize, bool>,
+    native: sampling::NativeNames,
     /// Code regions whose shape was looked at (`learn_shape`), start → end: an address inside
     /// one needs no question to the runtime.
     known: std::collections::BTreeMap<usize, usize>,
@@ -86,13 +86,16 @@ impl sampling::FrameResolver for ClrFrames {
         if self.cache.len() > 1 << 20 {
             self.cache.clear();
         }
-        let function = info().and_then(|info| info.function_from_ip(ip));
-        let frame = match function {
-            Some(function) => {
-                self.learn_shape(function, ip);
-                sampling::Frame { method: self.managed(function), managed: true }
-            }
-            None => sampling::Frame { method: sampling::native_frame(methods(), ip), managed: false },
+        // Native code first: code in an object the dynamic linker loaded is never managed (the
+        // runtime maps ReadyToRun images and places JIT code itself), and the runtime need not
+        // be asked about the many native addresses of a JIT-heavy program's stacks.
+        let frame = if let Some(method) = self.native.frame(methods(), ip) {
+            sampling::Frame { method, managed: false }
+        } else if let Some(function) = info().and_then(|info| info.function_from_ip(ip)) {
+            self.learn_shape(function, ip);
+            sampling::Frame { method: self.managed(function), managed: true }
+        } else {
+            sampling::Frame { method: methods().pseudo("[unknown code]", "", ""), managed: false }
         };
         self.cache.insert(ip, frame);
         frame

@@ -179,7 +179,8 @@ fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotF
     info.set_event_mask(COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS, 0)
         .map_err(|e| StartError::runtime("SetEventMask", e))?;
     let interval = session::interval(config);
-    sampling::start(interval, session::sampling_clock(config), Box::new(frames::ClrFrames::default()))
+    let clock = session::sampling_clock(config);
+    sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))
         .map_err(|e| StartError::runtime("installing the sampler", e))?;
     // The thread initialising the runtime runs Main; it may never be reported as created.
     session::sample_thread(threads::gettid());

@@ -40,7 +40,6 @@ use crate::tree::threads;
 use sonde_metadata::MethodNames;
 use sonde_mono::{Method, Mono, Sample, SampleHit};
 use sonde_protocol::AgentConfig;
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Ring values: the top two bits say what the rest is.
@@ -171,9 +170,10 @@ fn frame_value(method: usize, code: usize) -> u64 {
 #[derive(Default)]
 struct MonoFrames {
     /// Index into COMPILED → profile method id.
-    ids: HashMap<u32, u32>,
+    ids: sampling::AddressMap<u32, u32>,
     /// Tagged values that are not compiled methods → their pseudo-frames.
-    others: HashMap<u64, Frame>,
+    others: sampling::AddressMap<u64, Frame>,
+    native: sampling::NativeNames,
 }
 
 impl MonoFrames {
@@ -192,7 +192,9 @@ impl MonoFrames {
 
     fn other(&mut self, tag: u64, payload: usize) -> Frame {
         let method = match tag {
-            TAG_NATIVE => sampling::native_frame(methods(), payload),
+            TAG_NATIVE => {
+                self.native.frame(methods(), payload).unwrap_or_else(|| methods().pseudo("[unknown code]", "", ""))
+            }
             // Managed code Mono reported no method for: name its image at least (an AOT image is
             // a shared object, e.g. `mscorlib.dll.so`).
             TAG_CODE => match native_symbol(payload) {

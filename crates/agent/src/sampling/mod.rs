@@ -26,7 +26,7 @@ pub use drain::{Frame, FrameResolver, drain};
 pub use external::{record_for_current_thread, start_external};
 pub use signal::{fault_handled_on_this_thread, start};
 pub use slots::MAX_THREADS;
-pub use symbols::{native_frame, native_symbol};
+pub use symbols::{AddressMap, NativeNames, native_symbol};
 
 pub use common::{Clock, external, interval, on_notice};
 
@@ -100,6 +100,9 @@ pub fn register(tid: u32, thread: Arc<ThreadState>) {
     }
     if new {
         slots::activate(index, tid, thread);
+        if config.sampler == Sampler::Signal {
+            signal::activated(index, tid);
+        }
     }
 }
 

@@ -2,6 +2,79 @@
 //! neither runtime can name (its own code, the libraries a program calls, stubs).
 
 use crate::tree::methods::MethodTable;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A map keyed by addresses (or other integers that need no protection from crafted keys: they
+/// come from this process's own code and the runtime), hashed with one folded multiplication
+/// instead of SipHash — the drain looks up every frame of every sample.
+pub type AddressMap<K, V> = HashMap<K, V, BuildHasherDefault<AddressHasher>>;
+
+#[derive(Default)]
+pub struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        let full = u128::from(self.0) * 0x9e37_79b9_7f4a_7c15;
+        (full as u64) ^ ((full >> 64) as u64)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = self.0.rotate_left(29) ^ n;
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Names native code at addresses, one `dladdr` per new address: the name is built once per
+/// library and symbol.
+#[derive(Default)]
+pub struct NativeNames {
+    /// (library base, symbol address or 0) → pseudo-method.
+    known: AddressMap<(usize, usize), u32>,
+}
+
+impl NativeNames {
+    /// The pseudo-method of the native code at `ip` (`[native] lib!symbol` or `[native] lib`);
+    /// `None` when no object the dynamic linker loaded contains `ip` (JIT code, stubs, images
+    /// the runtime maps itself).
+    pub fn frame(&mut self, methods: &MethodTable, ip: usize) -> Option<u32> {
+        // SAFETY: dladdr only reads the loader's tables and fills `info`; the strings are read
+        // only when the name is new, before returning.
+        unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            if libc::dladdr(ip as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
+                return None;
+            }
+            let symbol = if info.dli_sname.is_null() { 0 } else { info.dli_saddr as usize };
+            let key = (info.dli_fbase as usize, symbol);
+            if let Some(&id) = self.known.get(&key) {
+                return Some(id);
+            }
+            let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            let library = path.rsplit('/').next().unwrap_or(&path).to_string();
+            let name = match symbol {
+                0 => format!("[native] {library}"),
+                _ => format!("[native] {library}!{}", std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy()),
+            };
+            let id = methods.pseudo(&name, &library, &path);
+            self.known.insert(key, id);
+            Some(id)
+        }
+    }
+}
 
 /// (library file name, library path, symbol) for native code, from `dladdr`.
 pub fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
@@ -17,15 +90,5 @@ pub fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
         let symbol = (!info.dli_sname.is_null())
             .then(|| std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy().into_owned());
         Some((library, path, symbol))
-    }
-}
-
-/// The pseudo-method for native code at `ip`: `[native] lib!symbol`, `[native] lib`, or
-/// `[unknown code]` (stubs and helpers in anonymous memory).
-pub fn native_frame(methods: &MethodTable, ip: usize) -> u32 {
-    match native_symbol(ip) {
-        Some((library, path, Some(symbol))) => methods.pseudo(&format!("[native] {library}!{symbol}"), &library, &path),
-        Some((library, path, None)) => methods.pseudo(&format!("[native] {library}"), &library, &path),
-        None => methods.pseudo("[unknown code]", "", ""),
     }
 }

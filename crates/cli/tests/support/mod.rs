@@ -527,6 +527,13 @@ pub fn record_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Outpu
     Runtime::CoreClr.record_app(out, opts, name, args)
 }
 
+/// [`record_app`] with the CPU clock sampled by the sampler thread (`SONDE_CPU_TIMERS=0`)
+/// instead of per-thread timers: the fallback where `perf_event_open` is not allowed.
+pub fn record_app_thread_sampler(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
+    let args = record_args(out, opts, &app_command(name, args));
+    Running::spawn_with_env(sonde(), &args, &[("SONDE_CPU_TIMERS", "0".into())]).wait(DEADLINE)
+}
+
 /// `sonde <args>`, to completion.
 pub fn sonde_cmd(args: &[OsString]) -> Output {
     run(sonde(), args)

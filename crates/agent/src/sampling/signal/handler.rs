@@ -21,8 +21,9 @@
 //!   them. So the agent wraps the runtime's SIGSEGV, SIGBUS and SIGFPE handlers with one that adds
 //!   the sampling signal to their signal mask: the kernel blocks it from the fault until that
 //!   handler returns (`sigreturn` restores the mask), and the pending sample is taken then.
-//! - **Resets.** The sampler thread checks before every tick that the sampling handler is still
-//!   installed, and every few ticks that the wrappers are ([`check`]). If the program took the sampling signal, sampling
+//! - **Resets.** The sampler thread checks before every tick (every housekeeping period when
+//!   per-thread timers sample) that the sampling handler is still installed, and every few ticks
+//!   that the wrappers are ([`check`]). If the program took the sampling signal, sampling
 //!   stops (the profile and stderr say so); if it replaced a fault handler, the sampling handler
 //!   is reinstalled without `SA_ONSTACK` (a handler on the current stack never overwrites anyone's
 //!   frames).
@@ -299,13 +300,12 @@ fn our_slot(info: *const libc::siginfo_t) -> Option<usize> {
 extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: errno is this thread's; read and restored around our work.
     let errno = unsafe { *libc::__errno_location() };
-    match our_slot(info) {
-        Some(slot) => sample(slot, context),
-        None => {
-            if let Some(previous) = PREVIOUS.get() {
-                crate::signals::forward(previous, signal, info, context);
-            }
-        }
+    if let Some((fd, token)) = super::timers::fd_of(info).and_then(|fd| Some((fd, super::timers::token_of(fd)?))) {
+        on_timer(fd, token, context);
+    } else if let Some(slot) = our_slot(info) {
+        sample(slot, context);
+    } else if let Some(previous) = PREVIOUS.get() {
+        crate::signals::forward(previous, signal, info, context);
     }
     // SAFETY: restores the interrupted code's errno.
     unsafe { *libc::__errno_location() = errno };
@@ -325,12 +325,9 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, context:
     }
 }
 
-fn sample(slot: usize, context: *mut libc::c_void) {
-    let (Some(state), Some(slot)) = (state(slot), slots::get(slot)) else {
-        COUNTERS.unknown_thread.fetch_add(1, Relaxed);
-        return;
-    };
-    let Some(ring) = slot.ring() else {
+/// A signal the sampler thread queued for slot token `token`.
+fn sample(token: usize, context: *mut libc::c_void) {
+    let (Some(state), Some(slot)) = (state(token), slots::get(token)) else {
         COUNTERS.unknown_thread.fetch_add(1, Relaxed);
         return;
     };
@@ -339,6 +336,36 @@ fn sample(slot: usize, context: *mut libc::c_void) {
     let periods = state.periods.swap(0, AcqRel).max(1);
     let before = slot.idle_periods.swap(0, AcqRel);
     state.signalled.store(false, Release);
+    record(state, slot, periods, before, context);
+}
+
+/// The task-clock event `fd` of this thread, routed to slot token `token`, overflowed (`timers`): the sample stands for the
+/// thread's CPU time since its last one, and the event is armed again while the thread is
+/// sampled (an ended thread's stays disarmed).
+fn on_timer(fd: libc::c_int, token: usize, context: *mut libc::c_void) {
+    use super::timers;
+    let (Some(state), Some(slot)) = (state(token), slots::get(token)) else {
+        COUNTERS.unknown_thread.fetch_add(1, Relaxed);
+        return;
+    };
+    if !slot.active.load(Acquire) {
+        return;
+    }
+    let now = timers::own_cpu_ns();
+    let ran = now.saturating_sub(state.last_cpu_ns.swap(now, Relaxed));
+    let periods = state.timer_periods(ran);
+    let before = slot.idle_periods.swap(0, AcqRel);
+    record(state, slot, periods, before, context);
+    timers::arm(fd);
+}
+
+/// Writes the interrupted stack into the slot's ring: a sample standing for `periods` intervals,
+/// after `before` intervals charged to the previous sample.
+fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u64, context: *mut libc::c_void) {
+    let Some(ring) = slot.ring() else {
+        COUNTERS.unknown_thread.fetch_add(1, Relaxed);
+        return;
+    };
     let Some(mut writer) = ring.begin() else { return };
     let (ip, sp, fp) = registers(context);
     writer.push(ip as u64);

@@ -1,26 +1,40 @@
-//! Sonde's own sampler (CoreCLR): a sampler thread wakes every interval on the monotonic clock
-//! and reads each managed thread's CPU-time clock. Only a thread that is running ([`running`]) is
-//! signalled — with the sampling signal of [`handler`], never SIGPROF — and its sample stands for
-//! the intervals it ran (`--clock cpu`) or that passed (`--clock wall`). A blocked thread is never
-//! interrupted (a signal would cut its `sleep` or `poll` short): its stack has not changed since
-//! it last ran, so the intervals it spends blocked are charged to its last sample (wall clock),
-//! as is CPU time used in bursts between two looks (CPU clock). (Per-thread CPU-time timers were
-//! rejected: they fire only at the kernel's scheduler tick — 250 Hz here — whatever the rate; see
-//! `docs/SAMPLING.md`.) The handler, on the sampled thread, walks the frame-pointer chain from
-//! the interrupted context (the JIT keeps RBP frames on Unix x64) inside the thread's own stack
-//! only ([`maps`] finds it for threads registered from elsewhere), and writes the raw
-//! instruction pointers to the thread's ring.
+//! Sonde's own sampler (CoreCLR). Two ways to raise the samples, into the same handler:
+//! * **`--clock cpu`: per-thread timers** ([`timers`]): each thread's task-clock event raises the
+//!   sampling signal on it after each interval of its CPU time, in user mode only (never inside a
+//!   system call). The sampler thread then only keeps house every [`HOUSEKEEPING`] period.
+//! * **`--clock wall`, and the CPU clock where the kernel refuses the timers: the sampler
+//!   thread** wakes every interval on the monotonic clock and reads each managed thread's CPU-time
+//!   clock. Only a thread that is running ([`running`]) is signalled — with the sampling signal of
+//!   [`handler`], never SIGPROF — and its sample stands for the intervals it ran (`--clock cpu`)
+//!   or that passed (`--clock wall`). A blocked thread is never interrupted (a signal would cut
+//!   its `sleep` or `poll` short): its stack has not changed since it last ran, so the intervals
+//!   it spends blocked are charged to its last sample (wall clock), as is CPU time used in bursts
+//!   between two looks (CPU clock). (POSIX per-thread CPU-time timers were rejected: they fire
+//!   only at the kernel's scheduler tick — 250 Hz here — whatever the rate; see
+//!   `docs/SAMPLING.md`.)
+//!
+//! The handler, on the sampled thread, walks the frame-pointer chain from the interrupted context
+//! (the JIT keeps RBP frames on Unix x64) inside the thread's own stack only ([`maps`] finds it
+//! for threads registered from elsewhere), and writes the raw instruction pointers to the
+//! thread's ring.
 
 mod handler;
 pub mod maps;
+mod timers;
 
 pub use handler::block_on_this_thread;
 
 use super::common::{COUNTERS, Clock, Sampler, configure, notice, thread_cpu_ns};
 use super::drain::{self, FrameResolver};
 use super::slots;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
 use std::time::Duration;
+
+/// Threads are sampled by their own task-clock timers ([`timers`], `--clock cpu` where the kernel
+/// allows it) rather than by the sampler thread's looks.
+static TIMERS: AtomicBool = AtomicBool::new(false);
+/// The sampling interval, for the timers and their handler.
+static INTERVAL_NS: AtomicU64 = AtomicU64::new(1);
 
 /// Per thread: the sampler thread's and the handler's bookkeeping.
 pub(super) struct PerThread {
@@ -41,6 +55,26 @@ pub(super) struct PerThread {
     /// Sampler-thread bookkeeping: ticks at which the thread ran while our signal was still
     /// pending (blocked by the thread, or by a fault handler of the runtime).
     pending_ticks: AtomicU32,
+    /// The thread's task-clock timer (a [`timers::Timer`]'s descriptor; -1: none, the sampler
+    /// thread looks at it), and the slot generation it was started in.
+    timer: AtomicI32,
+    timer_generation: AtomicU32,
+    /// Handler bookkeeping with a timer: CPU time run since the last sample not yet counted in
+    /// whole intervals (negative: counted ahead).
+    carry_ns: AtomicI64,
+}
+
+impl PerThread {
+    /// With a timer: the intervals a sample stands for when the thread ran `ran` ns of CPU time
+    /// since its last one — rounded, at least one, the remainder carried to the next sample
+    /// (the handler's CPU-clock read and the event's overflow are a few µs apart).
+    fn timer_periods(&self, ran: u64) -> u64 {
+        let interval = INTERVAL_NS.load(Relaxed).max(1) as i64;
+        let pending = self.carry_ns.load(Relaxed).saturating_add(ran.min(i64::MAX as u64) as i64);
+        let periods = ((pending + interval / 2) / interval).max(1);
+        self.carry_ns.store(pending - periods * interval, Relaxed);
+        periods as u64
+    }
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -53,6 +87,9 @@ const EMPTY: PerThread = PerThread {
     stack_high: AtomicU64::new(0),
     seen_sp: AtomicU64::new(0),
     pending_ticks: AtomicU32::new(0),
+    timer: AtomicI32::new(-1),
+    timer_generation: AtomicU32::new(0),
+    carry_ns: AtomicI64::new(0),
 };
 /// By slot index.
 static THREADS: [PerThread; slots::MAX_THREADS] = [EMPTY; slots::MAX_THREADS];
@@ -75,6 +112,9 @@ pub(super) fn registered(index: usize, tid: u32, new: bool, own_thread: bool) {
         set_stack(state, 0, 0);
         state.seen_sp.store(0, Relaxed);
         state.pending_ticks.store(0, Relaxed);
+        state.carry_ns.store(0, Relaxed);
+        // The slot's previous thread is gone (its slot was freed): so may its timer be.
+        drop_timer(state);
         state.last_cpu_ns.store(thread_cpu_ns(tid).unwrap_or(0), Relaxed);
     }
     if own_thread && let Some((low, high)) = handler::own_stack() {
@@ -82,10 +122,66 @@ pub(super) fn registered(index: usize, tid: u32, new: bool, own_thread: bool) {
     }
 }
 
+/// Thread `tid` (slot `index`, new) is now sampled: with per-thread timers, its timer starts.
+/// Without one (the kernel refused), the sampler thread looks at it every interval.
+/// Registrations hold `sampling::REGISTERING`.
+pub(super) fn activated(index: usize, tid: u32) {
+    let (Some(state), Some(slot), Some(signal)) = (state(index), slots::used().get(index), handler::signal_number())
+    else {
+        return;
+    };
+    if !TIMERS.load(Relaxed) {
+        return;
+    }
+    let generation = slot.generation.load(Acquire);
+    let token = slots::token(index, generation);
+    if let Some(timer) = timers::Timer::start(tid, INTERVAL_NS.load(Relaxed), signal, token) {
+        state.timer_generation.store(generation, Release);
+        state.timer.store(timer.into_raw(), Release);
+    }
+}
+
+/// Closes the timer of a slot whose thread is gone.
+fn drop_timer(state: &PerThread) {
+    let fd = state.timer.swap(-1, AcqRel);
+    if fd >= 0 {
+        drop(timers::Timer::from_raw(fd));
+    }
+}
+
+/// Closes the timers of freed slots (their threads are gone). Sampler thread.
+fn drop_freed_timers() {
+    for (index, slot) in slots::used().iter().enumerate() {
+        let Some(state) = state(index) else { continue };
+        if state.timer.load(Acquire) < 0 || state.timer_generation.load(Acquire) == slot.generation.load(Acquire) {
+            continue;
+        }
+        // Not while the slot is being registered again (that drops it too, then starts its own).
+        let _registering = super::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+        if state.timer_generation.load(Acquire) != slot.generation.load(Acquire) {
+            drop_timer(state);
+        }
+    }
+}
+
 /// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
-pub fn start(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+pub fn start(
+    interval: Duration,
+    clock: Clock,
+    cpu_timers: bool,
+    resolver: Box<dyn FrameResolver>,
+) -> std::io::Result<()> {
     configure(interval, Sampler::Signal);
     handler::install()?;
+    INTERVAL_NS.store((interval.as_nanos() as u64).max(1), Relaxed);
+    if clock == Clock::Cpu && cpu_timers {
+        let available = timers::available();
+        crate::log::log!(
+            "cpu clock: {}",
+            if available { "per-thread task-clock timers" } else { "the sampler thread (no perf_event_open here)" }
+        );
+        TIMERS.store(available, Relaxed);
+    }
     std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         handler::block_on_this_thread();
@@ -118,11 +214,18 @@ const PENDING_LIMIT: Duration = Duration::from_millis(200);
 /// How often (in ticks) the sampler checks the fault wrappers and looks up unknown stacks.
 const CHECK_EVERY: u64 = 16;
 
-/// The sampler thread: every interval, decides which threads to sample and signals them.
+/// How often the sampler thread wakes when every sampled thread has its own timer: to see ended
+/// threads, waiting ones and the handler's health, not to sample.
+const HOUSEKEEPING: Duration = Duration::from_millis(10);
+
+/// The sampler thread: every interval, decides which threads to sample and signals them; with
+/// every thread on its own timer, only every [`HOUSEKEEPING`] period.
 fn run_sampler(interval: Duration, clock: Clock) {
     let interval_ns = (interval.as_nanos() as u64).max(1);
     let start = std::time::Instant::now();
     let mut tick: u64 = 0;
+    let mut deadline = start;
+    let mut step = interval;
     let mut last_wall_ns = 0u64;
     let mut stopped = false;
     let pending_limit = (PENDING_LIMIT.as_nanos() as u64 / interval_ns).clamp(1, u64::from(u32::MAX)) as u32;
@@ -136,26 +239,34 @@ fn run_sampler(interval: Duration, clock: Clock) {
     loop {
         tick += 1;
         // Absolute deadlines: the rate does not drift with the loop's own cost.
-        let deadline = start + interval * tick as u32;
+        deadline += step;
         if let Some(wait) = deadline.checked_duration_since(std::time::Instant::now()) {
             std::thread::sleep(wait);
         } else {
             // Starved (a busy machine): skip the missed ticks; wall weights use elapsed time.
-            tick = (start.elapsed().as_nanos() as u64 / interval_ns).max(tick);
+            deadline = std::time::Instant::now();
         }
         let now_ns = start.elapsed().as_nanos() as u64;
         let wall_periods = ((now_ns - last_wall_ns) / interval_ns).max(1);
         last_wall_ns = now_ns;
+        let housekeeping = step >= HOUSEKEEPING;
+        let check = housekeeping || tick.is_multiple_of(CHECK_EVERY);
         if !stopped {
-            stopped = check_handler(tick.is_multiple_of(CHECK_EVERY));
+            stopped = check_handler(check);
+            if stopped {
+                disarm_timers();
+            }
         }
-        if tick.is_multiple_of(CHECK_EVERY) {
+        if check {
             find_unknown_stacks();
+            drop_freed_timers();
         }
         count_waiting(&mut waiting, clock, interval_ns, wall_periods);
         let used = slots::used();
         stats.resize_with(used.len(), || None);
         stat_generations.resize(used.len(), 0);
+        // The next wake-up: every interval while a thread is looked at, else housekeeping only.
+        let mut looked_at = clock == Clock::Wall || stopped;
         for (index, slot) in used.iter().enumerate() {
             let Some(state) = state(index) else { continue };
             // The generation first: a slot freed and claimed again since has a newer one.
@@ -169,12 +280,20 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 stat_generations[index] = generation;
                 stats[index] = None;
             }
+            let timed = !stopped && state.timer.load(Acquire) >= 0;
+            if timed && !housekeeping {
+                continue;
+            }
             let looked = std::time::Instant::now();
             let Some(cpu) = thread_cpu_ns(tid) else {
                 slots::ended(index, generation); // the thread is gone
                 stats[index] = None;
                 continue;
             };
+            if timed {
+                continue; // its timer samples it
+            }
+            looked_at = true;
             let ran = cpu.saturating_sub(state.last_cpu_ns.swap(cpu, Relaxed));
             let periods = match clock {
                 Clock::Wall => wall_periods,
@@ -214,6 +333,23 @@ fn run_sampler(interval: Duration, clock: Clock) {
             if !handler::signal(tid, slots::token(index, generation)) {
                 state.signalled.store(false, Release);
                 slots::ended(index, generation);
+            }
+        }
+        // A thread not looked at in housekeeping mode may have registered meanwhile without a
+        // timer: the next pass (at most one housekeeping period later) sees it.
+        step = if looked_at || !TIMERS.load(Relaxed) { interval } else { HOUSEKEEPING.max(interval) };
+    }
+}
+
+/// The program took the sampling signal: no timer raises it any more (an armed one would fire
+/// once more, into the program's handler).
+fn disarm_timers() {
+    TIMERS.store(false, Relaxed);
+    for index in 0..slots::used().len() {
+        if let Some(state) = state(index) {
+            let fd = state.timer.load(Acquire);
+            if fd >= 0 {
+                timers::disarm(fd);
             }
         }
     }

@@ -1,0 +1,191 @@
+//! Per-thread CPU-time timers for `--clock cpu`: a `perf_event_open` task-clock event per sampled
+//! thread, whose overflow after each interval of the thread's CPU time raises the sampling signal
+//! on that thread itself (`F_SETOWN_EX` to the thread, `F_SETSIG` to our signal). The kernel does
+//! what the sampler thread would: no wake-ups, no clock reads of other threads, no signal sends
+//! (`docs/SAMPLING.md`, "Per-thread timers").
+//!
+//! - **User mode only** (`exclude_kernel`): the event still counts the thread's whole CPU time,
+//!   but an overflow that comes while the thread is in the kernel is skipped, so the signal is
+//!   always raised on a thread running its own code — never in a system call it would cut short
+//!   with `EINTR` — and `perf_event_paranoid` up to 2 allows it for a process's own threads
+//!   without privileges. The handler weights each sample by the thread's CPU clock, so the time
+//!   of the skipped overflows is not lost: it goes to the next sample.
+//! - **One signal at a time**: each event is armed for a single overflow
+//!   (`PERF_EVENT_IOC_REFRESH` with 1) and the handler re-arms it; an event whose thread ended,
+//!   or whose signal is blocked, stays disarmed.
+//! - **Which thread**: the signal carries the event's file descriptor; [`token_of`] maps it back
+//!   to the slot (a fixed table, no lock).
+//!
+//! The raw kernel ABI (the attribute layout, the `ioctl` and `fcntl` numbers) is declared here
+//! and nowhere else.
+
+use std::sync::atomic::{AtomicUsize, Ordering::*};
+
+// <linux/perf_event.h>, <asm-generic/fcntl.h>, <asm-generic/siginfo.h>.
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+/// `PERF_ATTR_SIZE_VER0`: the fields up to `bp_addr`, all this needs.
+const ATTR_SIZE: u32 = 64;
+const ATTR_DISABLED: u64 = 1 << 0;
+const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
+const ATTR_EXCLUDE_HV: u64 = 1 << 6;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
+const F_SETSIG: libc::c_int = 10;
+const F_SETOWN_EX: libc::c_int = 15;
+const F_OWNER_TID: libc::c_int = 0;
+const POLL_IN: libc::c_int = 1;
+const POLL_HUP: libc::c_int = 6;
+
+/// `struct perf_event_attr` up to [`ATTR_SIZE`].
+#[repr(C)]
+#[derive(Default)]
+struct Attr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    bp_addr: u64,
+}
+const _: () = assert!(std::mem::size_of::<Attr>() == ATTR_SIZE as usize);
+
+#[repr(C)]
+struct OwnerEx {
+    kind: libc::c_int,
+    pid: libc::pid_t,
+}
+
+/// File descriptors below this can route a signal ([`ROUTES`]); an event opened above it is
+/// closed again and its thread is polled by the sampler thread instead.
+const MAX_FD: usize = 1 << 16;
+/// By file descriptor: the slot token of the thread its event samples, plus one (0: none). Only
+/// the pages of the descriptors used are ever touched.
+static ROUTES: [AtomicUsize; MAX_FD] = [const { AtomicUsize::new(0) }; MAX_FD];
+
+/// A thread's armed task-clock event.
+pub(super) struct Timer(libc::c_int);
+
+impl Timer {
+    /// Opens a task-clock event on thread `tid` that raises `signal` on it after each
+    /// `interval_ns` of its CPU time, routed to slot `token`, and arms it. `None` when the kernel
+    /// refuses (no `perf_event_open` under this seccomp policy, `perf_event_paranoid` 3, out of
+    /// descriptors) or the descriptor is too high to route.
+    pub fn start(tid: u32, interval_ns: u64, signal: libc::c_int, token: usize) -> Option<Timer> {
+        let timer = Timer(open(tid, interval_ns)?);
+        let fd = timer.0 as usize;
+        if fd >= MAX_FD {
+            return None; // dropped: closed
+        }
+        let owner = OwnerEx { kind: F_OWNER_TID, pid: tid as libc::pid_t };
+        // SAFETY: fcntl on a descriptor we own, with a local owner struct the kernel reads.
+        let routed = unsafe {
+            libc::fcntl(timer.0, F_SETSIG, signal) == 0
+                && libc::fcntl(timer.0, F_SETOWN_EX, &raw const owner) == 0
+                && libc::fcntl(timer.0, libc::F_SETFL, libc::O_ASYNC) == 0
+        };
+        if !routed {
+            return None;
+        }
+        ROUTES[fd].store(token + 1, Release);
+        arm(timer.0);
+        Some(timer)
+    }
+
+    /// Takes the raw descriptor back from a slot's bookkeeping (see [`Timer::into_raw`]).
+    pub fn from_raw(fd: libc::c_int) -> Timer {
+        Timer(fd)
+    }
+
+    /// Leaves the descriptor to a slot's bookkeeping (an atomic), to be taken back with
+    /// [`Timer::from_raw`] and dropped once its thread is gone.
+    pub fn into_raw(self) -> libc::c_int {
+        let fd = self.0;
+        std::mem::forget(self);
+        fd
+    }
+}
+
+impl Drop for Timer {
+    /// Disarms, unroutes and closes. Only once the event's thread is gone, or before it was ever
+    /// armed: a handler still running on that thread could otherwise re-arm a descriptor number
+    /// that names something else by then.
+    fn drop(&mut self) {
+        disarm(self.0);
+        if let Some(route) = ROUTES.get(self.0 as usize) {
+            route.store(0, Release);
+        }
+        // SAFETY: closes our own descriptor, once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Whether this process may open task-clock events on its threads: one opened on the calling
+/// thread and closed at once.
+pub(super) fn available() -> bool {
+    // SAFETY: gettid(2) has no failure mode.
+    let tid = unsafe { libc::gettid() } as u32;
+    open(tid, 1_000_000).map(Timer).is_some()
+}
+
+fn open(tid: u32, interval_ns: u64) -> Option<libc::c_int> {
+    let attr = Attr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: ATTR_SIZE,
+        config: PERF_COUNT_SW_TASK_CLOCK,
+        sample_period: interval_ns.max(1),
+        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
+        ..Attr::default()
+    };
+    // SAFETY: perf_event_open(2) reads `attr` (ATTR_SIZE bytes, all initialised) and returns a
+    // new descriptor or -1; pid = tid, any CPU, no group.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_perf_event_open, &raw const attr, tid as libc::pid_t, -1, -1, PERF_FLAG_FD_CLOEXEC)
+    };
+    (fd >= 0).then_some(fd as libc::c_int)
+}
+
+/// Arms event `fd` for one more overflow. Async-signal-safe: the handler calls it.
+pub(super) fn arm(fd: libc::c_int) {
+    // SAFETY: an ioctl on an event descriptor of ours (the handler checks the route first, and a
+    // route outlives its thread's handlers: see `Timer::drop`).
+    unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) };
+}
+
+/// Disarms event `fd`: no more overflows until it is armed again.
+pub(super) fn disarm(fd: libc::c_int) {
+    // SAFETY: an ioctl on an event descriptor of ours.
+    unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) };
+}
+
+/// The descriptor of the event that raised this signal, if a task-clock overflow raised it.
+/// Async-signal-safe.
+pub(super) fn fd_of(info: *const libc::siginfo_t) -> Option<libc::c_int> {
+    if info.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler. For a SIGIO-style
+    // signal (si_code POLL_*) the union holds `si_band` (a long, offset 16) then `si_fd` (an
+    // int, offset 24) on 64-bit Linux.
+    let (code, fd) = unsafe { ((*info).si_code, *info.cast::<u8>().add(24).cast::<libc::c_int>()) };
+    matches!(code, POLL_IN | POLL_HUP).then_some(fd)
+}
+
+/// The slot token event `fd` samples for, while it is routed. Async-signal-safe.
+pub(super) fn token_of(fd: libc::c_int) -> Option<usize> {
+    let route = ROUTES.get(usize::try_from(fd).ok()?)?.load(Acquire);
+    route.checked_sub(1)
+}
+
+/// The calling thread's CPU time, in nanoseconds. Async-signal-safe.
+pub(super) fn own_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime(2) writes a local timespec; async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
