@@ -203,8 +203,7 @@ impl ProfilerInfo {
     /// Names a function: its method, declaring type (nested types resolved), signature, module and
     /// assembly.
     pub fn method_names(&self, function: FunctionID) -> Result<MethodNames, HResult> {
-        let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
-        call!(self.GetFunctionInfo(function, &mut class, &mut module, &mut token))?;
+        let (_, module, token) = self.function_info(function)?;
         let mut import: *mut IUnknown = null_mut();
         let mut token2 = 0u32;
         call!(self.GetTokenAndMetaDataFromFunction(function, &IID_IMetaDataImport, &mut import, &mut token2))?;
@@ -214,17 +213,32 @@ impl ProfilerInfo {
         Ok(MethodNames { name, signature, assembly, module: module_name })
     }
 
+    /// A function's class, module and MethodDef token (`GetFunctionInfo`). Asks for no metadata
+    /// interface (see `sonde_metadata::tables`).
+    pub fn function_info(&self, function: FunctionID) -> Result<(ClassID, ModuleID, u32), HResult> {
+        let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
+        call!(self.GetFunctionInfo(function, &mut class, &mut module, &mut token))?;
+        Ok((class, module, token))
+    }
+
+    /// A module's file name and its assembly's name.
     fn module_and_assembly(&self, module: ModuleID) -> Result<(String, String), HResult> {
+        let (path, assembly) = self.module_path_and_assembly(module)?;
+        Ok((sonde_metadata::module_file_name(&path), assembly))
+    }
+
+    /// A module's path as the runtime loaded it (empty or a display name for a module that has
+    /// no file: dynamic, or loaded from bytes), and its assembly's name.
+    pub fn module_path_and_assembly(&self, module: ModuleID) -> Result<(String, String), HResult> {
         let mut base: LPCBYTE = std::ptr::null();
         let mut assembly: AssemblyID = 0;
         let path =
             read_string(|cap, len, buf| call!(self.GetModuleInfo(module, &mut base, cap, len, buf, &mut assembly)))?;
-        let module_name = sonde_metadata::module_file_name(&path);
         let (mut domain, mut module2) = (0usize, 0usize);
         let assembly_name = read_string(|cap, len, buf| {
             call!(self.GetAssemblyInfo(assembly, cap, len, buf, &mut domain, &mut module2))
         })?;
-        Ok((module_name, assembly_name))
+        Ok((path, assembly_name))
     }
 }
 

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod signature;
+pub mod tables;
 
 pub use signature::TypeNames;
 

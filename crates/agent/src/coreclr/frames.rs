@@ -14,6 +14,7 @@ pub(super) struct ClrFrames {
     cache: sampling::AddressMap<usize, sampling::Frame>,
     runtime_calls: sampling::AddressMap<usize, bool>,
     native: sampling::NativeNames,
+    modules: ModuleFiles,
     /// Code regions whose shape was looked at (`learn_shape`), start → end: an address inside
     /// one needs no question to the runtime.
     known: std::collections::BTreeMap<usize, usize>,
@@ -21,14 +22,82 @@ pub(super) struct ClrFrames {
 }
 
 impl ClrFrames {
-    fn managed(&self, function: FunctionID) -> u32 {
+    fn managed(&mut self, function: FunctionID) -> u32 {
         if let Some(id) = methods().id_of(function) {
             return id;
         }
-        match info().and_then(|info| info.method_names(function).ok()) {
+        let Some(info) = info() else { return methods().pseudo("[unnamed managed code]", "", "") };
+        // From the module's file first; the runtime's metadata interface only for modules without
+        // one (see `sonde_metadata::tables`: asking for it slows the runtime down).
+        let names = self.modules.method_names(info, function).or_else(|| info.method_names(function).ok());
+        match names {
             Some(names) => methods().insert(function, names),
             None => methods().pseudo("[unnamed managed code]", "", ""),
         }
+    }
+}
+
+/// The metadata of the modules whose methods were sampled, read from the files they were loaded
+/// from (`sonde_metadata::tables`), by module.
+#[derive(Default)]
+struct ModuleFiles {
+    modules: sampling::AddressMap<usize, Option<ModuleFile>>,
+}
+
+struct ModuleFile {
+    /// The module's file name, and its assembly's name.
+    module: String,
+    assembly: String,
+    metadata: sonde_metadata::tables::Metadata,
+}
+
+/// The largest metadata read from a module's file (CoreLib's is ~5 MB).
+const MAX_METADATA: usize = 256 << 20;
+
+impl ModuleFiles {
+    /// A method's names from its module's file; `None` when the module has no readable file
+    /// (dynamic, loaded from bytes, gone, damaged) or the method is not found there.
+    fn method_names(
+        &mut self,
+        info: &sonde_clr::ProfilerInfo,
+        function: FunctionID,
+    ) -> Option<sonde_metadata::MethodNames> {
+        let (_, module, token) = info.function_info(function).ok()?;
+        let file = self.modules.entry(module).or_insert_with(|| ModuleFile::load(info, module)).as_ref()?;
+        let (name, signature) = file.metadata.method_name_and_signature(token).ok()?;
+        Some(sonde_metadata::MethodNames {
+            name,
+            signature,
+            assembly: file.assembly.clone(),
+            module: file.module.clone(),
+        })
+    }
+}
+
+impl ModuleFile {
+    fn load(info: &sonde_clr::ProfilerInfo, module: usize) -> Option<ModuleFile> {
+        use std::os::unix::fs::FileExt;
+        let (path, assembly) = info.module_path_and_assembly(module).ok()?;
+        if !path.starts_with('/') {
+            return None;
+        }
+        // A regular file only (not a FIFO or a device that would block or never end), checked
+        // on the open file. Its content is untrusted input: the reader bounds every access.
+        let file = std::fs::File::open(&path).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut read = |offset: u64, buf: &mut [u8]| file.read_exact_at(buf, offset).is_ok();
+        let (offset, size) = sonde_metadata::tables::pe_metadata_range(&mut read).ok()?;
+        if size > MAX_METADATA {
+            return None;
+        }
+        let mut bytes = vec![0u8; size];
+        if !read(offset, &mut bytes) {
+            return None;
+        }
+        let metadata = sonde_metadata::tables::Metadata::parse(bytes).ok()?;
+        Some(ModuleFile { module: sonde_metadata::module_file_name(&path), assembly, metadata })
     }
 }
 
