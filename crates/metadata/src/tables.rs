@@ -319,6 +319,12 @@ impl Metadata {
         Ok((full, signature))
     }
 
+    /// The assembly's name (its Assembly row), if the module is an assembly's manifest module.
+    pub fn assembly_name(&self) -> Option<String> {
+        const ASSEMBLY: usize = 0x20;
+        self.string(self.cell(ASSEMBLY, 1, 7).ok()?).ok().map(str::to_string)
+    }
+
     fn type_def_name(&self, mut row: u32) -> Result<String> {
         let mut parts = Vec::new();
         for _ in 0..MAX_NESTING {
@@ -385,10 +391,12 @@ impl TypeNames for Metadata {
     }
 }
 
-/// Where the metadata of a PE file lies: its file offset and size, from the CLI header (data
-/// directory 14) through the section table. `read(offset, buf)` reads the file.
-pub fn pe_metadata_range(read: &mut dyn FnMut(u64, &mut [u8]) -> bool) -> Result<(u64, usize)> {
-    let mut head = vec![0u8; 4096];
+/// Where the metadata of a PE file of `len` bytes lies: its file offset and size, from the CLI
+/// header (data directory 14) through the section table. `read(offset, buf)` fills `buf` from the
+/// file, or fails.
+pub fn pe_metadata_range(len: u64, read: &mut dyn FnMut(u64, &mut [u8]) -> bool) -> Result<(u64, usize)> {
+    // The headers: the first 4 KB, or the whole of a smaller file (a small program is 3.5 KB).
+    let mut head = vec![0u8; len.min(4096) as usize];
     if !read(0, &mut head) {
         return Err(Unreadable("cannot read the file's headers"));
     }
@@ -446,7 +454,7 @@ mod tests {
                 None => false,
             }
         };
-        let (offset, size) = pe_metadata_range(&mut read).expect("metadata range");
+        let (offset, size) = pe_metadata_range(file.len() as u64, &mut read).expect("metadata range");
         Metadata::parse(file[offset as usize..offset as usize + size].to_vec()).expect("metadata")
     }
 
@@ -463,6 +471,7 @@ mod tests {
         assert!(names.iter().any(|(n, _)| n.contains('+')));
         assert!(names.iter().any(|(n, _)| n.contains('`')));
         assert!(names.iter().all(|(_, s)| s != UNREADABLE_SIGNATURE));
+        assert_eq!(md.assembly_name().as_deref(), Some("mcs"));
     }
 
     #[test]

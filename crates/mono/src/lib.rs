@@ -23,6 +23,7 @@
 mod metadata;
 mod profiler;
 
+pub use metadata::Definition;
 pub use profiler::{CallHooks, Events, Profiler, SampleHit, invoke};
 pub use sonde_metadata::MethodNames;
 

@@ -88,6 +88,53 @@ impl Method<'_> {
     }
 }
 
+/// Where a method's metadata is: its image (an opaque key, the same for every method of the
+/// image) and its MethodDef token. What [`Method::definition`] gives for naming later, off the
+/// compiling thread, from the image's file (`sonde_metadata::tables`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Definition {
+    pub image: usize,
+    pub token: u32,
+}
+
+impl Method<'_> {
+    /// The method's image and MethodDef token: four field reads, no name built. `None` for code
+    /// without a metadata row (wrappers, dynamic methods).
+    pub fn definition(&self) -> Option<Definition> {
+        let api = api()?;
+        let method = self.ptr.as_ptr();
+        // SAFETY: getters on the live method and its class; they only read the runtime's
+        // structures.
+        let (token, class) = unsafe { ((api.mono_method_get_token)(method), (api.mono_method_get_class)(method)) };
+        if token & KIND_MASK != METHOD_DEF || class.is_null() {
+            return None;
+        }
+        // SAFETY: as above.
+        let (image, class_token) =
+            unsafe { ((api.mono_class_get_image)(class), (api.mono_class_get_type_token)(class)) };
+        (!image.is_null() && class_token & KIND_MASK == TYPE_DEF).then_some(Definition { image: image as usize, token })
+    }
+
+    /// The path of the file the method's image was loaded from (empty for an image loaded from
+    /// memory). Once per image: the string is copied.
+    pub fn image_path(&self) -> Option<String> {
+        let api = api()?;
+        // SAFETY: getters on the live method, its class and image; the string belongs to the
+        // image and is copied before returning.
+        unsafe {
+            let class = (api.mono_method_get_class)(self.ptr.as_ptr());
+            if class.is_null() {
+                return None;
+            }
+            let image = (api.mono_class_get_image)(class);
+            if image.is_null() {
+                return None;
+            }
+            Some(c_string((api.mono_image_get_filename)(image)))
+        }
+    }
+}
+
 impl Metadata<'_> {
     /// The image's assembly name and module file name.
     fn assembly_and_module(&self) -> (String, String) {

@@ -44,15 +44,7 @@ struct ModuleFiles {
     modules: sampling::AddressMap<usize, Option<ModuleFile>>,
 }
 
-struct ModuleFile {
-    /// The module's file name, and its assembly's name.
-    module: String,
-    assembly: String,
-    metadata: sonde_metadata::tables::Metadata,
-}
-
-/// The largest metadata read from a module's file (CoreLib's is ~5 MB).
-const MAX_METADATA: usize = 256 << 20;
+use sampling::module_files::ModuleFile;
 
 impl ModuleFiles {
     /// A method's names from its module's file; `None` when the module has no readable file
@@ -63,41 +55,15 @@ impl ModuleFiles {
         function: FunctionID,
     ) -> Option<sonde_metadata::MethodNames> {
         let (_, module, token) = info.function_info(function).ok()?;
-        let file = self.modules.entry(module).or_insert_with(|| ModuleFile::load(info, module)).as_ref()?;
-        let (name, signature) = file.metadata.method_name_and_signature(token).ok()?;
-        Some(sonde_metadata::MethodNames {
-            name,
-            signature,
-            assembly: file.assembly.clone(),
-            module: file.module.clone(),
-        })
-    }
-}
-
-impl ModuleFile {
-    fn load(info: &sonde_clr::ProfilerInfo, module: usize) -> Option<ModuleFile> {
-        use std::os::unix::fs::FileExt;
-        let (path, assembly) = info.module_path_and_assembly(module).ok()?;
-        if !path.starts_with('/') {
-            return None;
-        }
-        // A regular file only (not a FIFO or a device that would block or never end), checked
-        // on the open file. Its content is untrusted input: the reader bounds every access.
-        let file = std::fs::File::open(&path).ok()?;
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut read = |offset: u64, buf: &mut [u8]| file.read_exact_at(buf, offset).is_ok();
-        let (offset, size) = sonde_metadata::tables::pe_metadata_range(&mut read).ok()?;
-        if size > MAX_METADATA {
-            return None;
-        }
-        let mut bytes = vec![0u8; size];
-        if !read(offset, &mut bytes) {
-            return None;
-        }
-        let metadata = sonde_metadata::tables::Metadata::parse(bytes).ok()?;
-        Some(ModuleFile { module: sonde_metadata::module_file_name(&path), assembly, metadata })
+        let file = self
+            .modules
+            .entry(module)
+            .or_insert_with(|| {
+                let (path, assembly) = info.module_path_and_assembly(module).ok()?;
+                ModuleFile::open(&path, Some(assembly))
+            })
+            .as_ref()?;
+        file.method_names(token)
     }
 }
 

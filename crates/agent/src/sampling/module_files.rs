@@ -1,0 +1,54 @@
+//! The metadata of the files that sampled methods' modules were loaded from, read once per module
+//! on the drain thread, to name those methods without asking the runtime (both backends: see
+//! `sonde_metadata::tables` for why).
+
+use sonde_metadata::MethodNames;
+use sonde_metadata::tables::{Metadata, pe_metadata_range};
+
+/// The largest metadata read from a module's file (CoreLib's is ~5 MB).
+const MAX_METADATA: usize = 256 << 20;
+
+/// One module's file, read.
+pub struct ModuleFile {
+    /// The module's file name, and its assembly's name.
+    module: String,
+    assembly: String,
+    metadata: Metadata,
+}
+
+impl ModuleFile {
+    /// Reads the metadata of the module file at `path` (absolute). The assembly's name is
+    /// `assembly`, or the file's own Assembly row. `None` for anything but a readable regular file
+    /// holding valid metadata.
+    pub fn open(path: &str, assembly: Option<String>) -> Option<ModuleFile> {
+        use std::os::unix::fs::FileExt;
+        if !path.starts_with('/') {
+            return None;
+        }
+        // A regular file only (not a FIFO or a device that would block or never end), checked
+        // on the open file. Its content is untrusted input: the reader bounds every access.
+        let file = std::fs::File::open(path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let mut read = |offset: u64, buf: &mut [u8]| file.read_exact_at(buf, offset).is_ok();
+        let (offset, size) = pe_metadata_range(meta.len(), &mut read).ok()?;
+        if size > MAX_METADATA {
+            return None;
+        }
+        let mut bytes = vec![0u8; size];
+        if !read(offset, &mut bytes) {
+            return None;
+        }
+        let metadata = Metadata::parse(bytes).ok()?;
+        let assembly = assembly.or_else(|| metadata.assembly_name()).unwrap_or_default();
+        Some(ModuleFile { module: sonde_metadata::module_file_name(path), assembly, metadata })
+    }
+
+    /// The names of MethodDef `token`.
+    pub fn method_names(&self, token: u32) -> Option<MethodNames> {
+        let (name, signature) = self.metadata.method_name_and_signature(token).ok()?;
+        Some(MethodNames { name, signature, assembly: self.assembly.clone(), module: self.module.clone() })
+    }
+}
