@@ -241,8 +241,18 @@ fn hot_leaves_sit_under_their_callers(rt: Runtime) {
     let _beside = beside_split();
     let dir = tmp();
     let file = dir.path().join("leaves.sonde");
-    let out = rt.record_app(&file, &["--clock", "cpu"], "Leaves", &["2000"]);
+    let log = dir.path().join("agent.log");
+    let out = rt.record_app(&file, &["--clock", "cpu", "--agent-log", log.to_str().unwrap()], "Leaves", &["2000"]);
     assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
+    // Sampled methods are named from their module's file; on CoreCLR none through the runtime's
+    // metadata interface (which slows it down: docs/SAMPLING.md); on Mono only the methods
+    // without a metadata row (wrappers) by Mono.
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let names = log.lines().find(|l| l.contains("names: ")).unwrap_or_else(|| panic!("{rt:?}: no names line in {log}"));
+    assert!(!names.contains("names: 0 "), "{rt:?}: {names}");
+    if rt == Runtime::CoreClr {
+        assert!(names.ends_with(" from module files, 0 from the runtime"), "{rt:?}: {names}");
+    }
     let report = report_json(&file);
     check_invariants(&report);
     let methods = arr(&report, "methods");

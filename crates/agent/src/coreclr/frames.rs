@@ -29,7 +29,9 @@ impl ClrFrames {
         let Some(info) = info() else { return methods().pseudo("[unnamed managed code]", "", "") };
         // From the module's file first; the runtime's metadata interface only for modules without
         // one (see `sonde_metadata::tables`: asking for it slows the runtime down).
-        let names = self.modules.method_names(info, function).or_else(|| info.method_names(function).ok());
+        let from_file = self.modules.method_names(info, function);
+        sampling::module_files::count(from_file.is_some());
+        let names = from_file.or_else(|| info.method_names(function).ok());
         match names {
             Some(names) => methods().insert(function, names),
             None => methods().pseudo("[unnamed managed code]", "", ""),

@@ -236,6 +236,7 @@ impl MonoFrames {
             return Frame { method, managed: true };
         }
         let entry = COMPILED.lock().unwrap_or_else(|e| e.into_inner()).get(index as usize).cloned();
+        let from_file = matches!(entry, Some((_, Names::InFile { .. })));
         let names = match entry {
             Some((key, Names::Known(names))) => Some((key, names)),
             Some((key, Names::InFile { image, token })) => self
@@ -248,7 +249,10 @@ impl MonoFrames {
             None => None,
         };
         let method = match names {
-            Some((key, names)) => methods().insert(key, names),
+            Some((key, names)) => {
+                sampling::module_files::count(from_file);
+                methods().insert(key, names)
+            }
             None => methods().pseudo("[unknown managed code]", "", ""),
         };
         self.ids.insert(index, method);

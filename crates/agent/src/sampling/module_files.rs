@@ -4,6 +4,21 @@
 
 use sonde_metadata::MethodNames;
 use sonde_metadata::tables::{Metadata, pe_metadata_range};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Sampled methods named from their module's file, and by the runtime (no readable file).
+static FROM_FILE: AtomicU64 = AtomicU64::new(0);
+static FROM_RUNTIME: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a sampled method named: from its module's file, or else by the runtime.
+pub fn count(from_file: bool) {
+    if from_file { &FROM_FILE } else { &FROM_RUNTIME }.fetch_add(1, Relaxed);
+}
+
+/// How sampled methods were named so far, for the agent's log.
+pub fn summary() -> String {
+    format!("names: {} from module files, {} from the runtime", FROM_FILE.load(Relaxed), FROM_RUNTIME.load(Relaxed))
+}
 
 /// The largest metadata read from a module's file (CoreLib's is ~5 MB).
 const MAX_METADATA: usize = 256 << 20;

@@ -252,6 +252,7 @@ pub fn final_snapshot(why: &str) {
         sampling::drain();
         let (taken, losses) = sampling::totals();
         log!("samples: {taken} taken in {} stacks; {losses:?}", taken.saturating_sub(losses.deferred));
+        log!("{}", sampling::module_files::summary());
     }
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
