@@ -32,21 +32,7 @@ struct Metadata<'a> {
 impl Method<'_> {
     /// Names the method, or `None` when it has no metadata of its own (wrappers, dynamic methods).
     pub fn describe(&self) -> Option<MethodNames> {
-        let api = api()?;
-        let method = self.ptr.as_ptr();
-        // SAFETY: (all four) getters on the live method (see `Method`), and on its class; they
-        // only read the runtime's structures.
-        let (token, class) = unsafe { ((api.mono_method_get_token)(method), (api.mono_method_get_class)(method)) };
-        if token & KIND_MASK != METHOD_DEF || class.is_null() {
-            return None;
-        }
-        // SAFETY: as above. A generic instance (`Node<int>`) shares its definition's image and
-        // TypeDef token.
-        let (image, class_token) =
-            unsafe { ((api.mono_class_get_image)(class), (api.mono_class_get_type_token)(class)) };
-        if image.is_null() || class_token & KIND_MASK != TYPE_DEF {
-            return None;
-        }
+        let (api, image, token, class_token) = self.rows()?;
         let md = Metadata { api, image };
         let row = md.row::<MONO_METHOD_SIZE>(MONO_TABLE_METHOD, token)?;
         let method_name = md.string(row[MONO_METHOD_NAME])?;
@@ -75,16 +61,43 @@ impl Method<'_> {
         let name = unsafe { c_string(full) };
         // SAFETY: allocated by Mono for the caller, freed once.
         unsafe { (api.mono_free)(full.cast()) };
-        // SAFETY: a getter on the live method.
-        let class = unsafe { (api.mono_method_get_class)(method) };
-        // SAFETY: a getter on its live class.
-        let image = if class.is_null() { std::ptr::null_mut() } else { unsafe { (api.mono_class_get_image)(class) } };
-        let (assembly, module) = if image.is_null() {
-            (String::new(), String::new())
-        } else {
-            Metadata { api, image }.assembly_and_module()
+        let (assembly, module) = match self.image() {
+            Some(image) => Metadata { api, image }.assembly_and_module(),
+            None => (String::new(), String::new()),
         };
         Some(MethodNames { name, signature: String::new(), assembly, module })
+    }
+
+    /// The method's image, MethodDef token and its class's TypeDef token; `None` for code without
+    /// a metadata row (wrappers, dynamic methods). A generic instance (`Node<int>`) shares its
+    /// definition's image and TypeDef token.
+    fn rows(&self) -> Option<(&'static MonoApi, *mut MonoImage, u32, u32)> {
+        let api = api()?;
+        let method = self.ptr.as_ptr();
+        // SAFETY: getters on the live method (see `Method`); they only read the runtime's
+        // structures.
+        let (token, class) = unsafe { ((api.mono_method_get_token)(method), (api.mono_method_get_class)(method)) };
+        if token & KIND_MASK != METHOD_DEF || class.is_null() {
+            return None;
+        }
+        // SAFETY: getters on its live class.
+        let (image, class_token) =
+            unsafe { ((api.mono_class_get_image)(class), (api.mono_class_get_type_token)(class)) };
+        (!image.is_null() && class_token & KIND_MASK == TYPE_DEF).then_some((api, image, token, class_token))
+    }
+
+    /// The image of the method's class (null class or image: `None`).
+    fn image(&self) -> Option<*mut MonoImage> {
+        let api = api()?;
+        // SAFETY: getters on the live method and its live class.
+        let image = unsafe {
+            let class = (api.mono_method_get_class)(self.ptr.as_ptr());
+            if class.is_null() {
+                return None;
+            }
+            (api.mono_class_get_image)(class)
+        };
+        (!image.is_null()).then_some(image)
     }
 }
 
@@ -101,37 +114,17 @@ impl Method<'_> {
     /// The method's image and MethodDef token: four field reads, no name built. `None` for code
     /// without a metadata row (wrappers, dynamic methods).
     pub fn definition(&self) -> Option<Definition> {
-        let api = api()?;
-        let method = self.ptr.as_ptr();
-        // SAFETY: getters on the live method and its class; they only read the runtime's
-        // structures.
-        let (token, class) = unsafe { ((api.mono_method_get_token)(method), (api.mono_method_get_class)(method)) };
-        if token & KIND_MASK != METHOD_DEF || class.is_null() {
-            return None;
-        }
-        // SAFETY: as above.
-        let (image, class_token) =
-            unsafe { ((api.mono_class_get_image)(class), (api.mono_class_get_type_token)(class)) };
-        (!image.is_null() && class_token & KIND_MASK == TYPE_DEF).then_some(Definition { image: image as usize, token })
+        let (_, image, token, _) = self.rows()?;
+        Some(Definition { image: image as usize, token })
     }
 
     /// The path of the file the method's image was loaded from (empty for an image loaded from
     /// memory). Once per image: the string is copied.
     pub fn image_path(&self) -> Option<String> {
         let api = api()?;
-        // SAFETY: getters on the live method, its class and image; the string belongs to the
-        // image and is copied before returning.
-        unsafe {
-            let class = (api.mono_method_get_class)(self.ptr.as_ptr());
-            if class.is_null() {
-                return None;
-            }
-            let image = (api.mono_class_get_image)(class);
-            if image.is_null() {
-                return None;
-            }
-            Some(c_string((api.mono_image_get_filename)(image)))
-        }
+        let image = self.image()?;
+        // SAFETY: a getter on the live image; the string belongs to it and is copied here.
+        Some(unsafe { c_string((api.mono_image_get_filename)(image)) })
     }
 }
 

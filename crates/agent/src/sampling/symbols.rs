@@ -51,44 +51,59 @@ impl NativeNames {
     /// `None` when no object the dynamic linker loaded contains `ip` (JIT code, stubs, images
     /// the runtime maps itself).
     pub fn frame(&mut self, methods: &MethodTable, ip: usize) -> Option<u32> {
-        // SAFETY: dladdr only reads the loader's tables and fills `info`; the strings are read
-        // only when the name is new, before returning.
-        unsafe {
-            let mut info: libc::Dl_info = std::mem::zeroed();
-            if libc::dladdr(ip as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-                return None;
-            }
-            let symbol = if info.dli_sname.is_null() { 0 } else { info.dli_saddr as usize };
-            let key = (info.dli_fbase as usize, symbol);
-            if let Some(&id) = self.known.get(&key) {
-                return Some(id);
-            }
-            let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
-            let library = path.rsplit('/').next().unwrap_or(&path).to_string();
-            let name = match symbol {
-                0 => format!("[native] {library}"),
-                _ => format!("[native] {library}!{}", std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy()),
-            };
-            let id = methods.pseudo(&name, &library, &path);
-            self.known.insert(key, id);
-            Some(id)
+        let found = Dladdr::lookup(ip)?;
+        let key = found.key();
+        if let Some(&id) = self.known.get(&key) {
+            return Some(id);
         }
+        let (library, path) = found.library();
+        let name = match found.symbol() {
+            Some(symbol) => format!("[native] {library}!{symbol}"),
+            None => format!("[native] {library}"),
+        };
+        let id = methods.pseudo(&name, &library, &path);
+        self.known.insert(key, id);
+        Some(id)
     }
 }
 
 /// (library file name, library path, symbol) for native code, from `dladdr`.
 pub fn native_symbol(ip: usize) -> Option<(String, String, Option<String>)> {
-    // SAFETY: dladdr only reads the loader's tables and fills `info`; the strings it returns
-    // belong to loaded objects and are copied before returning.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(ip as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
+    let found = Dladdr::lookup(ip)?;
+    let (library, path) = found.library();
+    Some((library, path, found.symbol()))
+}
+
+/// What `dladdr` says of an address inside an object the dynamic linker loaded.
+struct Dladdr(libc::Dl_info);
+
+impl Dladdr {
+    fn lookup(ip: usize) -> Option<Dladdr> {
+        // SAFETY: dladdr only reads the loader's tables and fills `info`.
+        unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            (libc::dladdr(ip as *const libc::c_void, &mut info) != 0 && !info.dli_fname.is_null())
+                .then_some(Dladdr(info))
         }
-        let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+    }
+
+    /// (library base, symbol address or 0): the same for every address of one function.
+    fn key(&self) -> (usize, usize) {
+        (self.0.dli_fbase as usize, if self.0.dli_sname.is_null() { 0 } else { self.0.dli_saddr as usize })
+    }
+
+    /// (library file name, library path).
+    fn library(&self) -> (String, String) {
+        // SAFETY: a NUL-terminated string of a loaded object (checked non-null by `lookup`),
+        // copied at once.
+        let path = unsafe { std::ffi::CStr::from_ptr(self.0.dli_fname) }.to_string_lossy().into_owned();
         let library = path.rsplit('/').next().unwrap_or(&path).to_string();
-        let symbol = (!info.dli_sname.is_null())
-            .then(|| std::ffi::CStr::from_ptr(info.dli_sname).to_string_lossy().into_owned());
-        Some((library, path, symbol))
+        (library, path)
+    }
+
+    fn symbol(&self) -> Option<String> {
+        // SAFETY: null or a NUL-terminated string of a loaded object, copied at once.
+        (!self.0.dli_sname.is_null())
+            .then(|| unsafe { std::ffi::CStr::from_ptr(self.0.dli_sname) }.to_string_lossy().into_owned())
     }
 }

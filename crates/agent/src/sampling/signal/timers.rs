@@ -128,9 +128,7 @@ impl Drop for Timer {
 /// Whether this process may open task-clock events on its threads: one opened on the calling
 /// thread and closed at once.
 pub(super) fn available() -> bool {
-    // SAFETY: gettid(2) has no failure mode.
-    let tid = unsafe { libc::gettid() } as u32;
-    open(tid, 1_000_000).map(Timer).is_some()
+    open(crate::tree::threads::gettid(), 1_000_000).map(Timer).is_some()
 }
 
 fn open(tid: u32, interval_ns: u64) -> Option<libc::c_int> {
