@@ -15,7 +15,11 @@ agent's included). Wall time is reported beside it, but the CPU is the figure.
   mcs          Mono's C# compiler (mcs.exe) run on .NET 8, compiling five files: a real, JIT-heavy
                program (every method compiled once, many modules), CPU and wall against the baseline
 
-Usage: scripts/bench-cost.py [--rounds 9] [--short 300] [--long 1500] [--markdown]
+  --mono       also the same mcs.exe on Mono: Sonde (fixed cost at 1 Hz, 100 Hz, 1 kHz) against
+               Mono's own log profiler in sample mode (`--profile=log:sample`), and the share of
+               the 1 kHz profile's samples that land in Sonde's own library (issue 11, item 16)
+
+Usage: scripts/bench-cost.py [--rounds 9] [--short 300] [--long 1500] [--markdown] [--mono]
 Needs: cargo build --release; scripts/setup.sh (SONDE_DOTNET, SONDE_MCS); /usr/lib/mono/4.5
 (Debian's mono-mcs) for mcs.exe and its reference assemblies.
 """
@@ -90,6 +94,7 @@ def main():
     ap.add_argument("--short", type=int, default=300, help="millions of iterations, short Busy run")
     ap.add_argument("--long", type=int, default=1500, help="millions of iterations, long Busy run")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--mono", action="store_true", help="also mcs.exe on Mono, against Mono's log profiler")
     ap.add_argument("--compare-agent", metavar="PATH", help="also run sonde-1000 with this agent")
     args = ap.parse_args()
     tools = env_file()
@@ -156,7 +161,52 @@ def main():
     spread = {m: (min(cpu[(m, "long")]), max(cpu[(m, "long")])) for m in mode_table}
     print()
     print("Spread of the long Busy run's CPU (min–max): " + ", ".join(f"{m} {a:.2f}–{b:.2f} s" for m, (a, b) in spread.items()))
+    if args.mono:
+        mono_mcs(args.rounds, work, mcs_dir / "mcs.exe", mcs_args)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def mono_mcs(rounds, work, mcs, mcs_args):
+    """mcs.exe on Mono: Sonde against Mono's log profiler in sample mode, interleaved rounds."""
+    import json
+
+    mono = shutil.which("mono") or sys.exit("--mono: no `mono` on PATH")
+    profile = work / "mono.sonde"
+    sonde = lambda rate: [str(SONDE), "record", "-q", "-o", str(profile), "--force", "--rate", str(rate), "--", mono]
+    table = {
+        "baseline": [mono],
+        "sonde-1": sonde(1),
+        "sonde-100": sonde(100),
+        "sonde-1000": sonde(1000),
+        "mono-log-sample": [mono, f"--profile=log:sample,nodefaults,output={work / 'mono.mlpd'}"],
+    }
+    cpu = {m: [] for m in table}
+    wall = {m: [] for m in table}
+    own = []  # per 1 kHz run: (samples in Sonde's library, all samples)
+    for r in range(rounds):
+        for m, prefix in table.items():
+            c, w, _ = cpu_of(prefix + [str(mcs), *mcs_args], dict(os.environ))
+            cpu[m].append(c)
+            wall[m].append(w)
+            if m == "sonde-1000":
+                out = subprocess.run([str(SONDE), "report", str(profile), "--format", "json"], capture_output=True, text=True, check=True)
+                methods = json.loads(out.stdout)["methods"]
+                mine = sum(x["self_samples"] for x in methods if "libmono-profiler-sonde" in x["name"] + x["module"])
+                own.append((mine, sum(x["self_samples"] for x in methods)))
+        print(f"mono round {r + 1}/{rounds}", file=sys.stderr)
+    med = statistics.median
+    b, bw = med(cpu["baseline"]), med(wall["baseline"])
+    print()
+    print(f"mcs.exe on Mono ({mono}): medians of {rounds} interleaved rounds; CPU of the whole process tree")
+    print()
+    print("| mode | CPU | vs baseline | wall | vs baseline |")
+    print("|---|---:|---:|---:|---:|")
+    for m in table:
+        c, w = med(cpu[m]), med(wall[m])
+        print(f"| {m} | {c * 1000:.0f} ms | {(c / b - 1) * 100:+.1f}% | {w * 1000:.0f} ms | {(w / bw - 1) * 100:+.1f}% |")
+    mine, total = sum(a for a, _ in own), sum(t for _, t in own)
+    print()
+    print(f"Samples in Sonde's own library (`[native] libmono-profiler-sonde.so`), sonde-1000: {mine} of {total} ({mine / max(total, 1) * 100:.1f}%)")
 
 
 if __name__ == "__main__":
