@@ -82,6 +82,21 @@ pub fn own_library() -> Option<std::path::PathBuf> {
     })
 }
 
+/// Keeps this library mapped for the rest of the process (`RTLD_NODELETE`), whatever the runtime
+/// does with it: after a detach CoreCLR `dlclose`s its profiler, but a signal handler of ours may
+/// still be running, a thread-local destructor of ours is still registered on every thread that
+/// was sampled, and an `atexit` handler too. An attached agent is loaded from a copy of its own
+/// (a path per attach, `sonde record --pid`), so a later attach gets fresh state; this one stays
+/// inert.
+pub fn stay_loaded() -> bool {
+    let Some(path) = own_library() else { return false };
+    let Ok(path) = std::ffi::CString::new(path.into_os_string().into_encoded_bytes()) else { return false };
+    // SAFETY: dlopen(3) with RTLD_NOLOAD only looks up a library that is already loaded (this
+    // one) and, with RTLD_NODELETE, marks it never to be unloaded; the extra reference it takes
+    // is never dropped, on purpose.
+    !unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE) }.is_null()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -103,6 +103,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         samples_taken: snapshot.samples_taken,
         samples_lost: snapshot.samples_lost.clone(),
         agent_version: hello.agent_version.clone(),
+        attach: None,
     };
     let profile = Profile { run, methods, threads, nodes };
     profile.validate().ok()?;

@@ -18,7 +18,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a .NET program under the profiler and write its profile.
+    /// Run a .NET program under the profiler (or attach to a running one: --pid) and write its profile.
     Record(RecordArgs),
     /// Render a recorded profile.
     Report(ReportArgs),
@@ -83,9 +83,23 @@ pub struct RecordArgs {
     /// Let the agent log to this file (it never writes to the program's stdout/stderr).
     #[arg(long, value_name = "FILE")]
     pub agent_log: Option<PathBuf>,
+    /// Attach to this running .NET (CoreCLR) process instead of starting one: sample it until
+    /// Ctrl-C or --duration, then detach and leave it running.
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// With --pid: stop and detach after this many seconds.
+    #[arg(long, value_name = "SECS", requires = "pid", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// The program to run, and its arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 1e9 => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -135,5 +149,16 @@ mod tests {
         assert_eq!(args.command, ["dotnet", "app.dll", "-x"]);
         assert_eq!(args.include, ["Acme.*"]);
         assert!(Cli::try_parse_from(["sonde", "record"]).is_err());
+    }
+
+    #[test]
+    fn record_attaches_with_a_pid_instead_of_a_command() {
+        let cli = Cli::try_parse_from(["sonde", "record", "--pid", "42", "--duration", "1.5"]).unwrap();
+        let Command::Record(args) = cli.command else { panic!("not record") };
+        assert_eq!((args.pid, args.duration), (Some(42), Some(std::time::Duration::from_millis(1500))));
+        assert!(args.command.is_empty());
+        assert!(Cli::try_parse_from(["sonde", "record", "--pid", "42", "--", "dotnet", "x.dll"]).is_err());
+        assert!(Cli::try_parse_from(["sonde", "record", "--duration", "1", "--", "dotnet"]).is_err());
+        assert!(Cli::try_parse_from(["sonde", "record", "--pid", "42", "--duration", "0"]).is_err());
     }
 }

@@ -77,7 +77,14 @@ impl Collector {
     /// Listens on a fresh socket inside a private directory: created `0700` whatever the umask
     /// (the mode is set explicitly after creation, then checked together with the owner).
     pub fn start(verbose: bool) -> std::io::Result<Collector> {
-        let dir = private_dir()?;
+        Self::start_in(None, verbose)
+    }
+
+    /// [`Collector::start`], with the session directory in `parent` (when given) instead of the
+    /// user's runtime or temporary directory: an attached process's own temporary directory,
+    /// which may be in another mount namespace (`attach`).
+    pub fn start_in(parent: Option<&Path>, verbose: bool) -> std::io::Result<Collector> {
+        let dir = private_dir(parent)?;
         let socket = dir.path().join("agent.sock");
         let listener = UnixListener::bind(&socket)?;
         let shared = Arc::new(Mutex::new(Shared { sessions: Vec::new(), writers: Vec::new() }));
@@ -93,6 +100,18 @@ impl Collector {
 
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The session's private directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Asks every connected agent to finish: send its final snapshot and stop profiling, leaving
+    /// its process running (an attached recording's end).
+    pub fn finish_agents(&self) {
+        let mut shared = self.lock();
+        shared.writers.retain_mut(|w| write_frame(w, &ControllerMessage::Finish).is_ok());
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -164,11 +183,11 @@ impl Collector {
 /// the temporary directory: `mkdir` with mode 0700 (a umask can only take bits away), then
 /// `chmod 0700` (in case the umask took the owner's too), then a check that it is ours and
 /// private ([`trust::check_private_dir`] — the agent makes the same check before connecting).
-fn private_dir() -> std::io::Result<tempfile::TempDir> {
+fn private_dir(parent: Option<&Path>) -> std::io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     let mut builder = tempfile::Builder::new();
     builder.prefix(SESSION_PREFIX).permissions(std::fs::Permissions::from_mode(0o700));
-    let parent = runtime_dir().unwrap_or_else(std::env::temp_dir);
+    let parent = parent.map(Path::to_path_buf).or_else(runtime_dir).unwrap_or_else(std::env::temp_dir);
     sweep_stale(&parent);
     let dir = builder.tempdir_in(&parent)?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
@@ -178,7 +197,7 @@ fn private_dir() -> std::io::Result<tempfile::TempDir> {
 }
 
 /// The name every session directory starts with (and nothing else of ours does).
-const SESSION_PREFIX: &str = "sonde-ipc-";
+pub const SESSION_PREFIX: &str = "sonde-ipc-";
 
 /// The file in a session directory naming the controller that owns it: `PID START`, its process
 /// id and start time (so that a reused pid is not taken for it).

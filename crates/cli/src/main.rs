@@ -4,6 +4,8 @@
 #![forbid(unsafe_code)]
 
 mod assemble;
+mod attach;
+mod attached;
 mod cli;
 mod collector;
 mod launch;

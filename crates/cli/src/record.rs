@@ -30,36 +30,14 @@ pub struct Verbosity {
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
+    if let Some(pid) = args.pid {
+        return crate::attached::record(pid, &args, v);
+    }
     let agent = launch::locate_agent()?;
     // Before the program runs: a run whose profile cannot be written is a run for nothing.
     let output = output::Output::prepare(&args.output, args.force)?;
     let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
-    let config = AgentConfig {
-        socket: Some(collector.socket().to_path_buf()),
-        mode: match args.mode {
-            ModeArg::Tracing => Mode::Tracing,
-            ModeArg::Sampling => Mode::Sampling,
-        },
-        timing: match args.timing {
-            TimingArg::Exact => Timing::Exact,
-            TimingArg::Sampled => Timing::Sampled,
-        },
-        filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
-        interval_us: match args.mode {
-            ModeArg::Tracing => args.interval_us,
-            ModeArg::Sampling => (1_000_000 / args.rate).max(1),
-        },
-        clock: match args.clock {
-            ClockArg::Cpu => SampleClock::Cpu,
-            ClockArg::Wall => SampleClock::Wall,
-        },
-        log: args.agent_log.clone(),
-        // Benchmarks set SONDE_BENCH_HOOKS in sonde's own environment; it passes through.
-        bench_hooks: None,
-        // Tests and benchmarks of the sampler thread set SONDE_CPU_TIMERS=0 in sonde's own
-        // environment; it passes through.
-        cpu_timers: true,
-    };
+    let config = agent_config(&args, collector.socket().to_path_buf());
 
     let mut command = launch::command(&args.command, &agent, &config)?;
 
@@ -128,18 +106,49 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     Ok(exit)
 }
 
+/// The agent's configuration from the command line; `socket` as the agent will see it.
+pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
+    AgentConfig {
+        socket: Some(socket),
+        mode: match args.mode {
+            ModeArg::Tracing => Mode::Tracing,
+            ModeArg::Sampling => Mode::Sampling,
+        },
+        timing: match args.timing {
+            TimingArg::Exact => Timing::Exact,
+            TimingArg::Sampled => Timing::Sampled,
+        },
+        filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
+        interval_us: match args.mode {
+            ModeArg::Tracing => args.interval_us,
+            ModeArg::Sampling => (1_000_000 / args.rate).max(1),
+        },
+        clock: match args.clock {
+            ClockArg::Cpu => SampleClock::Cpu,
+            ClockArg::Wall => SampleClock::Wall,
+        },
+        log: args.agent_log.clone(),
+        // Benchmarks set SONDE_BENCH_HOOKS in sonde's own environment; it passes through.
+        bench_hooks: None,
+        // Tests and benchmarks of the sampler thread set SONDE_CPU_TIMERS=0 in sonde's own
+        // environment: it passes through to a program sonde starts, and is handed on here for one
+        // it attaches to.
+        cpu_timers: std::env::var(sonde_protocol::config::ENV_CPU_TIMERS).map_or(true, |v| v != "0"),
+    }
+}
+
 /// Sleeps until the program ends, a signal for `sonde` arrives, or a timeout — rather than
 /// waking every few milliseconds to look (each look would cost the whole recording a wake-up and
 /// the run up to a period of latency at its end): a pidfd becomes readable when the process ends,
 /// and the signals SIGINT, SIGQUIT, SIGTERM and SIGHUP write to a socket pair (their flags are
 /// read by the caller). Where pidfds are missing (Linux before 5.3), it sleeps 5 ms.
-struct ExitWaiter {
+pub(crate) struct ExitWaiter {
     pidfd: Option<rustix::fd::OwnedFd>,
     wake: Option<std::os::unix::net::UnixStream>,
 }
 
 impl ExitWaiter {
-    fn new(pid: u32) -> ExitWaiter {
+    pub(crate) fn new(pid: u32) -> ExitWaiter {
         let pidfd = rustix::process::Pid::from_raw(pid as i32)
             .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
         let wake = std::os::unix::net::UnixStream::pair().ok().and_then(|(rx, tx)| {
@@ -158,7 +167,7 @@ impl ExitWaiter {
         ExitWaiter { pidfd, wake }
     }
 
-    fn wait(&mut self, timeout: Duration) {
+    pub(crate) fn wait(&mut self, timeout: Duration) {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         use std::os::fd::AsFd;
         let (Some(pidfd), Some(wake)) = (&self.pidfd, &self.wake) else {

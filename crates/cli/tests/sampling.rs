@@ -68,13 +68,6 @@ fn record_split(
 
 fn check_split(rt: Runtime, clock: &str, thread_sampler: bool) {
     let (measured, sampled, report) = record_split(rt, clock, thread_sampler);
-    for (name, m) in &measured {
-        let s = sampled[name];
-        assert!(
-            (m - s).abs() <= 2.0,
-            "{rt:?}, {clock} clock: {name}: measured {m:.2}%, sampled {s:.2}% (more than 2 points apart)\nall: measured {measured:?} sampled {sampled:?}"
-        );
-    }
     // About one sample per millisecond of the program's 3 s of work.
     let in_split: u64 = arr(&report, "methods")
         .iter()
@@ -82,6 +75,19 @@ fn check_split(rt: Runtime, clock: &str, thread_sampler: bool) {
         .map(|m| u64_of(m, "self_samples"))
         .sum();
     assert!(in_split >= 2000, "{rt:?}, {clock} clock: only {in_split} samples in 3 s of work at 1 kHz");
+    for (name, m) in &measured {
+        let s = sampled[name];
+        // A share estimated from n samples has a standard error of sqrt(p(1-p)/n) — 0.84 points
+        // for 30% of 3,000 — so a fixed 2-point bound failed now and then on a sound sampler
+        // (2.4 sigma). Four standard errors, and never under 2 points: a real bias (a missed
+        // caller, a lost phase) is still far outside.
+        let p = m / 100.0;
+        let tolerance = (4.0 * 100.0 * (p * (1.0 - p) / in_split as f64).sqrt()).max(2.0);
+        assert!(
+            (m - s).abs() <= tolerance,
+            "{rt:?}, {clock} clock: {name}: measured {m:.2}%, sampled {s:.2}% (more than {tolerance:.2} points apart: 4 standard errors of {in_split} samples)\nall: measured {measured:?} sampled {sampled:?}"
+        );
+    }
     // The samplers lose samples for different reasons (docs/SAMPLING.md): Mono's signals every
     // thread, and drops and counts stacks without managed code; Sonde's own signal (CoreCLR) can
     // be blocked too long, or taken over by the program.

@@ -20,6 +20,17 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     /// The runtime loaded the profiler. Returning an error makes the runtime unload it and run the
     /// program unprofiled.
     fn initialize(&self, info: ProfilerInfo) -> Result<(), HResult>;
+    /// The runtime loaded the profiler into a running process (`AttachProfiler` over its
+    /// diagnostics IPC), with the bytes the attaching tool sent. The default refuses.
+    fn initialize_for_attach(&self, _info: ProfilerInfo, _client_data: &[u8]) -> Result<(), HResult> {
+        Err(HResult(E_NOTIMPL))
+    }
+    /// After an attach: the runtime now sends the events asked for (threads that existed before
+    /// are not reported: enumerate them here).
+    fn attach_complete(&self) {}
+    /// The detach asked for (`ProfilerInfo::request_detach`) is done: no callback runs any more
+    /// and none will; the runtime releases the profiler next.
+    fn detach_succeeded(&self) {}
     fn shutdown(&self) {}
     fn thread_created(&self, _thread: ThreadID) {}
     fn thread_destroyed(&self, _thread: ThreadID) {}
@@ -202,12 +213,41 @@ pub(crate) unsafe extern "system" fn initialize(_this: *mut ICorProfilerCallback
 
 pub(crate) unsafe extern "system" fn initialize_for_attach(
     _this: *mut ICorProfilerCallback11,
-    _unknown: *mut IUnknown,
-    _data: *mut c_void,
-    _len: UINT,
+    unknown: *mut IUnknown,
+    data: *mut c_void,
+    len: UINT,
 ) -> HRESULT {
-    // Sonde attaches at start-up only.
-    E_NOTIMPL
+    guard(|h| {
+        let client_data = if data.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: the runtime passes the attaching tool's `len` bytes at `data`, valid during
+            // this call (copied out by the handler if it keeps them).
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len as usize) }
+        };
+        // SAFETY: `unknown` is the runtime's argument to InitializeForAttach.
+        match unsafe { ProfilerInfo::from_unknown(unknown) }.and_then(|info| h.initialize_for_attach(info, client_data))
+        {
+            Ok(()) => S_OK,
+            Err(HResult(hr)) => hr,
+        }
+    })
+}
+
+#[allow(non_snake_case)]
+pub(crate) unsafe extern "system" fn ProfilerAttachComplete(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.attach_complete();
+        S_OK
+    })
+}
+
+#[allow(non_snake_case)]
+pub(crate) unsafe extern "system" fn ProfilerDetachSucceeded(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.detach_succeeded();
+        S_OK
+    })
 }
 
 pub(crate) unsafe extern "system" fn shutdown(_this: *mut ICorProfilerCallback11) -> HRESULT {

@@ -88,8 +88,6 @@ ignored! {
     RootReferences2(cRootRefs: ULONG, rootRefIds: *const ObjectID, rootKinds: *const COR_PRF_GC_ROOT_KIND, rootFlags: *const COR_PRF_GC_ROOT_FLAGS, rootIds: *const UINT_PTR);
     HandleCreated(handleId: GCHandleID, initialObjectId: ObjectID);
     HandleDestroyed(handleId: GCHandleID);
-    ProfilerAttachComplete();
-    ProfilerDetachSucceeded();
     ReJITCompilationStarted(functionId: FunctionID, rejitId: ReJITID, fIsSafeToBlock: BOOL);
     GetReJITParameters(moduleId: ModuleID, methodId: mdMethodDef, pFunctionControl: *mut ICorProfilerFunctionControl);
     ReJITCompilationFinished(functionId: FunctionID, rejitId: ReJITID, hrStatus: HRESULT, fIsSafeToBlock: BOOL);

@@ -182,6 +182,47 @@ impl ProfilerInfo {
         Ok(tid)
     }
 
+    /// Every managed thread the runtime knows now (`EnumThreads`, ICorProfilerInfo4): after an
+    /// attach, the threads that started before it.
+    pub fn threads(&self) -> Result<Vec<ThreadID>, HResult> {
+        if self.version < 4 {
+            return Err(HResult(E_NOTIMPL));
+        }
+        let mut threads: *mut ICorProfilerThreadEnum = null_mut();
+        call!(self.EnumThreads(&mut threads))?;
+        let threads = NonNull::new(threads).ok_or(HResult(E_POINTER))?;
+        let mut ids = Vec::new();
+        let mut batch = [0 as ThreadID; 64];
+        loop {
+            let mut fetched: ULONG = 0;
+            // SAFETY: a live enumerator the runtime just handed us; `Next` writes at most `celt`
+            // ids into `batch` and the count into `fetched`.
+            let hr = unsafe {
+                ((*(*threads.as_ptr()).vtbl).Next)(
+                    threads.as_ptr(),
+                    batch.len() as ULONG,
+                    batch.as_mut_ptr(),
+                    &mut fetched,
+                )
+            };
+            ids.extend_from_slice(&batch[..(fetched as usize).min(batch.len())]);
+            if hr != S_OK || fetched == 0 {
+                break;
+            }
+        }
+        // SAFETY: releases the one reference EnumThreads gave us.
+        unsafe { ((*(*threads.as_ptr()).vtbl).Release)(threads.as_ptr()) };
+        Ok(ids)
+    }
+
+    /// Asks the runtime to detach the profiler (`RequestProfilerDetach`, ICorProfilerInfo3): once
+    /// no callback is running, after about `expected_ms`, it calls `ProfilerDetachSucceeded` and
+    /// releases the profiler. Not from inside a callback. The profiler must have stopped
+    /// everything of its own first: its threads, its signal sources.
+    pub fn request_detach(&self, expected_ms: u32) -> Result<(), HResult> {
+        call!(self.RequestProfilerDetach(expected_ms))
+    }
+
     pub fn runtime_information(&self) -> Result<RuntimeInfo, HResult> {
         let (mut instance, mut runtime_type) = (0u16, 0 as COR_PRF_RUNTIME_TYPE);
         let (mut major, mut minor, mut build, mut qfe) = (0u16, 0u16, 0u16, 0u16);

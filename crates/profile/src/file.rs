@@ -3,9 +3,9 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic, b"SONDEPRF"
-//!      8     4  format version, little-endian u32 (currently 1)
+//!      8     4  format version, little-endian u32 (currently 2)
 //!     12     8  payload length in bytes, little-endian u64
-//!     20     n  payload: the postcard-serialized `Profile`
+//!     20     n  payload: the postcard-serialized `Profile`, then (version 2) its extensions
 //!   20+n     4  CRC-32 (IEEE) of the payload, little-endian u32
 //! ```
 //!
@@ -14,8 +14,17 @@
 //! redundancy: a flipped bit in a varint silently becomes another number, and we would rather say
 //! "corrupt" than render a plausible but wrong profile.
 //!
-//! A future version 2 would be read by decoding the version-1 payload into the old model and
-//! converting it with `From`, so old files keep loading.
+//! **Growing the format.** The postcard encoding of `Profile` is positional: a field added to it
+//! would change every byte after it. So the version-1 layout of `Profile` is frozen, and facts
+//! added since travel in **extensions**: after the `Profile`, a version-2 payload holds a postcard
+//! list of `(name, bytes)` pairs, each the postcard encoding of one added fact (its model field is
+//! `#[serde(skip)]` in the `Profile` encoding). A reader ignores names it does not know, so a
+//! file from a newer build still loads in an older version-2 build, without the facts it cannot
+//! show; a version-1 file (no extensions) loads with those facts absent. Extensions so far:
+//!
+//! | name | model field | since |
+//! |---|---|---|
+//! | `attach` | `RunInfo::attach` ([`crate::model::Attach`]) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -26,8 +35,8 @@ use crate::model::{InvalidProfile, Profile};
 /// The first eight bytes of every profile file.
 pub const MAGIC: [u8; 8] = *b"SONDEPRF";
 
-/// The format version this build writes, and the only one it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes. It reads this one and version 1 (no extensions).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The largest payload a reader accepts. The length field is untrusted, so it is checked against
 /// this cap before anything is read; 1 GiB is tens of millions of nodes, far beyond a real run.
@@ -44,7 +53,7 @@ pub enum FileError {
     Empty,
     #[error("not a Sonde profile: it does not start with \"SONDEPRF\"")]
     NotAProfile,
-    #[error("unsupported profile format version {found} (this build reads version {FORMAT_VERSION})")]
+    #[error("unsupported profile format version {found} (this build reads versions 1 to {FORMAT_VERSION})")]
     UnsupportedVersion { found: u32 },
     #[error("truncated profile: the file ends inside the {part}")]
     Truncated { part: &'static str },
@@ -65,7 +74,8 @@ pub enum FileError {
 pub fn write_profile(mut w: impl Write, profile: &Profile) -> Result<(), FileError> {
     profile.validate().map_err(FileError::Invalid)?;
     // The length precedes the payload, so the payload is serialized up front.
-    let payload = postcard::to_stdvec(profile).map_err(io::Error::other)?;
+    let mut payload = postcard::to_stdvec(profile).map_err(io::Error::other)?;
+    payload.extend(postcard::to_stdvec(&extensions(profile)).map_err(io::Error::other)?);
     w.write_all(&MAGIC)?;
     w.write_all(&FORMAT_VERSION.to_le_bytes())?;
     w.write_all(&(payload.len() as u64).to_le_bytes())?;
@@ -90,7 +100,7 @@ pub fn read_profile(mut r: impl Read) -> Result<Profile, FileError> {
         return Err(FileError::Truncated { part: "header" });
     }
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4-byte slice"));
-    if version != FORMAT_VERSION {
+    if !(1..=FORMAT_VERSION).contains(&version) {
         return Err(FileError::UnsupportedVersion { found: version });
     }
     let len = u64::from_le_bytes(header[12..20].try_into().expect("8-byte slice"));
@@ -115,13 +125,37 @@ pub fn read_profile(mut r: impl Read) -> Result<Profile, FileError> {
         return Err(FileError::ChecksumMismatch { stored, computed });
     }
 
-    let (profile, rest) =
-        postcard::take_from_bytes::<Profile>(&payload).map_err(|e| FileError::Undecodable(e.to_string()))?;
+    let undecodable = |e: postcard::Error| FileError::Undecodable(e.to_string());
+    let (mut profile, mut rest) = postcard::take_from_bytes::<Profile>(&payload).map_err(undecodable)?;
+    if version >= 2 {
+        let (list, after) = postcard::take_from_bytes::<Vec<(String, Vec<u8>)>>(rest).map_err(undecodable)?;
+        apply_extensions(&mut profile, &list).map_err(undecodable)?;
+        rest = after;
+    }
     if !rest.is_empty() {
         return Err(FileError::Undecodable(format!("{} bytes follow the profile", rest.len())));
     }
     profile.validate().map_err(FileError::Invalid)?;
     Ok(profile)
+}
+
+/// The facts of `profile` that travel as extensions (see the module's documentation).
+fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
+    let mut list = Vec::new();
+    if let Some(attach) = &profile.run.attach {
+        list.push(("attach".to_string(), postcard::to_stdvec(attach).expect("a plain struct encodes")));
+    }
+    list
+}
+
+/// Puts the extensions this build knows back into `profile`; others are ignored.
+fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result<(), postcard::Error> {
+    for (name, bytes) in list {
+        if name == "attach" {
+            profile.run.attach = Some(postcard::from_bytes(bytes)?);
+        }
+    }
+    Ok(())
 }
 
 /// Writes `profile` to `path` atomically: into a temporary file beside it, then renamed over it,

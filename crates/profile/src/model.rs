@@ -126,6 +126,21 @@ pub struct RunInfo {
     pub samples_lost: Vec<LostSamples>,
     /// Agent version that recorded the data.
     pub agent_version: String,
+    /// Set when `sonde record --pid` attached to a process that was already running (and left
+    /// it running): the profile covers only the attached span. Stored in the file's extension
+    /// section, not the version-1 payload (`file`), hence `skip` here.
+    #[serde(skip)]
+    pub attach: Option<Attach>,
+}
+
+/// When an attached recording began and ended, in Unix time (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attach {
+    /// The agent started in the running process.
+    pub attached_at_ns: u64,
+    /// The agent was detached and the process ran on; `None` when it ended while attached (or
+    /// the detach did not complete).
+    pub detached_at_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ pub fn run_info(mode: Mode) -> RunInfo {
         samples_taken: 0,
         samples_lost: Vec::new(),
         agent_version: "0.1.0".into(),
+        attach: None,
     }
 }
 

@@ -50,6 +50,8 @@ pub enum ConfigError {
     UnknownClock(String),
     #[error("{ENV_BENCH_HOOKS}: unknown benchmark hooks `{0}`")]
     UnknownBenchHooks(String),
+    #[error("the attach command's client data is not a Sonde configuration")]
+    BadClientData,
 }
 
 /// Benchmark floor hooks ([`ENV_BENCH_HOOKS`]): they record nothing.
@@ -134,6 +136,33 @@ impl AgentConfig {
         env
     }
 
+    /// The configuration as an attached agent receives it: the client data of the runtime's
+    /// `AttachProfiler` command (there is no environment to set in a running process). The same
+    /// variables as [`AgentConfig::to_env`], each `NAME=VALUE` followed by a NUL (values may hold
+    /// newlines, never a NUL). See [`AgentConfig::from_client_data`].
+    pub fn to_client_data(&self) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (name, value) in self.to_env() {
+            data.extend_from_slice(name.as_bytes());
+            data.push(b'=');
+            data.extend_from_slice(value.replace('\0', "").as_bytes());
+            data.push(0);
+        }
+        data
+    }
+
+    /// Reads what [`AgentConfig::to_client_data`] wrote. Bytes that are not UTF-8, or an entry
+    /// without `=`, are errors, like an unknown value.
+    pub fn from_client_data(data: &[u8]) -> Result<Self, ConfigError> {
+        let text = std::str::from_utf8(data).map_err(|_| ConfigError::BadClientData)?;
+        let mut vars = std::collections::HashMap::new();
+        for entry in text.split('\0').filter(|e| !e.is_empty()) {
+            let (name, value) = entry.split_once('=').ok_or(ConfigError::BadClientData)?;
+            vars.insert(name, value);
+        }
+        AgentConfig::from_env(|k| vars.get(k).map(|v| v.to_string()))
+    }
+
     /// Reads the configuration through `get` (the agent passes `std::env::var`). Unknown or
     /// malformed values are errors: the agent then logs and stays inactive rather than guess.
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -209,6 +238,23 @@ mod tests {
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();
         assert_eq!(back, config);
+    }
+
+    #[test]
+    fn round_trips_through_client_data() {
+        let config = AgentConfig {
+            socket: Some("/tmp/sonde-ipc-x/agent.sock".into()),
+            mode: Mode::Sampling,
+            filter: MethodFilter { include: vec!["A.*".into(), "B".into()], exclude: vec![], all: false },
+            interval_us: 10_000,
+            clock: SampleClock::Wall,
+            ..AgentConfig::default()
+        };
+        assert_eq!(AgentConfig::from_client_data(&config.to_client_data()).unwrap(), config);
+        assert_eq!(AgentConfig::from_client_data(b"").unwrap(), AgentConfig::default());
+        assert_eq!(AgentConfig::from_client_data(b"SONDE_MODE\0"), Err(ConfigError::BadClientData));
+        assert_eq!(AgentConfig::from_client_data(b"\xff=1\0"), Err(ConfigError::BadClientData));
+        assert!(matches!(AgentConfig::from_client_data(b"SONDE_MODE=fast\0"), Err(ConfigError::UnknownMode(_))));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! hand-packed byte array; every frame is length-prefixed and bounded, and a malformed frame is an
 //! error, never a panic (the agent runs inside somebody else's program). No `unsafe`.
 //!
-//! * [`config`] — the agent's configuration, passed through environment variables.
+//! * [`config`] — the agent's configuration, passed through environment variables (or, to an
+//!   agent attached to a running process, the attach command's client data).
 //! * [`filter`] — which methods get enter/leave hooks.
 //! * [`message`] — the messages and the version handshake.
 //! * [`frame`] — length-prefixed framing over any `Read`/`Write`.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sonde_profile::{LostSamples, Mode, Runtime, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -46,6 +46,10 @@ pub enum ControllerMessage {
         reason: String,
     },
     RequestSnapshot,
+    /// Stop profiling this process: send the final snapshot (`last`), then stop sampling and
+    /// leave the process as it was — an attached CoreCLR agent asks the runtime to detach it.
+    /// The process runs on.
+    Finish,
 }
 
 /// A method the agent traced or saw, identified by the agent's dense method id.

@@ -105,6 +105,7 @@ fn profile(n: usize) -> Profile {
             samples_taken: 0,
             samples_lost: Vec::new(),
             agent_version: "synthetic".into(),
+            attach: None,
         },
         methods,
         threads: (0..THREADS)

@@ -52,6 +52,9 @@ impl Renderer for JsonRenderer {
             sample_clock: run.sample_clock.map(|c| c.as_str()),
             samples_taken: run.samples_taken,
             samples_lost: LostView(&run.samples_lost),
+            attached: run.attach.is_some(),
+            attached_at_ns: run.attach.map(|a| a.attached_at_ns),
+            detached_at_ns: run.attach.and_then(|a| a.detached_at_ns),
             threads: Seq(|| {
                 profile.threads.iter().zip(&threads).enumerate().map(|(id, (t, sums))| ThreadView {
                     id,
@@ -120,6 +123,9 @@ struct Report<'a, T, M, N> {
     sample_clock: Option<&'static str>,
     samples_taken: u64,
     samples_lost: LostView<'a>,
+    attached: bool,
+    attached_at_ns: Option<u64>,
+    detached_at_ns: Option<u64>,
     threads: T,
     methods: M,
     nodes: N,

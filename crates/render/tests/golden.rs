@@ -81,6 +81,7 @@ fn run(mode: Mode) -> RunInfo {
         samples_taken: 0,
         samples_lost: Vec::new(),
         agent_version: "0.1.0".into(),
+        attach: None,
     }
 }
 
@@ -266,7 +267,7 @@ fn json_parses_back_with_the_contract_keys_in_order() {
         assert_eq!(keys(&json), [
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
             "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
-            "samples_lost", "threads", "methods", "nodes",
+            "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
         ]);
         assert_eq!(json["schema"], "sonde.report/1");
         assert_eq!(keys(&json["runtime"]), ["kind", "version"]);

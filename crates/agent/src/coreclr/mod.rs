@@ -19,7 +19,7 @@ use crate::calibration;
 use crate::ipc::link::SnapshotFacts;
 use crate::log::log;
 use crate::sampling;
-use crate::session::{self, RuntimeId, StartError};
+use crate::session::{self, ConfigSource, RuntimeId, StartError};
 use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use sonde_clr::sys::*;
@@ -52,11 +52,68 @@ impl ProfilerCallback for Clr {
         let runtime = RuntimeId { kind: "coreclr", loaded_by: &loaded_by };
         let set_up = |config: &AgentConfig| match config.mode {
             Mode::Tracing => start_tracing(info, config),
-            Mode::Sampling => start_sampling(info, config),
+            Mode::Sampling => start_sampling(info, config, false),
         };
-        session::start(runtime, || runtime_version(info), set_up).map_err(|_| HResult(E_FAIL))?;
+        session::start(runtime, ConfigSource::Environment, || runtime_version(info), set_up)
+            .map_err(|_| HResult(E_FAIL))?;
         session::install_last_chance(false);
         Ok(())
+    }
+
+    /// `sonde record --pid`: the runtime loaded a copy of the agent into the running process
+    /// (its diagnostics IPC's `AttachProfiler`), with the configuration as client data. Sampling
+    /// only. No last-chance signal handlers: an attached recording keeps the controller's latest
+    /// periodic snapshot if the process dies, and leaves nothing behind when it detaches.
+    fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<(), HResult> {
+        let loaded_by = format!("CoreCLR attach (ICorProfilerInfo{})", info.version);
+        let info = INFO.get_or_init(|| info);
+        if !crate::process::stay_loaded() {
+            log!("cannot keep the agent loaded after a detach: refusing to attach");
+            return Err(HResult(E_FAIL));
+        }
+        let runtime = RuntimeId { kind: "coreclr", loaded_by: &loaded_by };
+        let set_up = |config: &AgentConfig| start_sampling(info, config, true);
+        session::start(runtime, ConfigSource::Attach(client_data), || runtime_version(info), set_up)
+            .map_err(|_| HResult(E_FAIL))?;
+        session::on_detach(|| {
+            // From the IPC thread, which makes no runtime call after this one; the runtime calls
+            // back `ProfilerDetachSucceeded` once no callback runs, then unloads the agent (which
+            // stays mapped: `process::stay_loaded`). 300 ms: the shortest wait it allows.
+            match info.request_detach(300) {
+                Ok(()) => log!("detach requested"),
+                Err(e) => log!("RequestProfilerDetach failed: {e}; the agent stays, inert"),
+            }
+        });
+        Ok(())
+    }
+
+    /// After an attach: the threads that were running before it get no thread event; start
+    /// sampling them now (one that also gets an event meanwhile is registered once: `sampling`
+    /// takes a thread it already samples as a no-op). Their names come from the OS (`comm`,
+    /// which .NET sets from the managed name, cut to 15 bytes) until the runtime reports one.
+    fn attach_complete(&self) {
+        let Some(info) = info() else { return };
+        let threads = match info.threads() {
+            Ok(threads) => threads,
+            Err(e) => {
+                log!("EnumThreads failed: {e}; only threads started from now on are sampled");
+                return;
+            }
+        };
+        let mut sampled = 0;
+        for thread in threads {
+            let Some(os_tid) = os_thread_id(thread) else { continue };
+            if let Ok(name) = std::fs::read_to_string(format!("/proc/self/task/{os_tid}/comm")) {
+                threads::set_name_if_unnamed(os_tid, name.trim_end_matches('\n').to_string());
+            }
+            session::thread_started(os_tid);
+            sampled += 1;
+        }
+        log!("attached: sampling {sampled} running threads");
+    }
+
+    fn detach_succeeded(&self) {
+        log!("detached");
     }
 
     fn shutdown(&self) {
@@ -174,16 +231,21 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
 
 /// Sampling mode: no hooks, no JIT flags; Sonde's signal sampler (`sampling::signal`). The
 /// runtime only reports threads (to sample them) and exceptions (for the crash snapshot, and to
-/// see a fault's handler out).
-fn start_sampling(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+/// see a fault's handler out) — both allowed after an attach (`attached`), and neither keeps the
+/// runtime from detaching the agent later.
+fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
     info.set_event_mask(COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS, 0)
         .map_err(|e| StartError::runtime("SetEventMask", e))?;
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);
     sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))
         .map_err(|e| StartError::runtime("installing the sampler", e))?;
-    // The thread initialising the runtime runs Main; it may never be reported as created.
-    session::sample_thread(threads::gettid());
+    // At start-up, the thread initialising the runtime runs Main; it may never be reported as
+    // created. (After an attach this is the runtime's diagnostics thread: the running threads
+    // are enumerated in `attach_complete`.)
+    if !attached {
+        session::sample_thread(threads::gettid());
+    }
     Ok(session::sampling_facts(config))
 }
 

@@ -159,15 +159,35 @@ impl Link {
         Ok(link)
     }
 
-    /// Serves snapshot requests until the controller hangs up.
-    pub fn serve(&'static self, facts: SnapshotFacts) -> std::io::Result<()> {
+    /// Serves snapshot requests until the controller hangs up, or asks to finish: then
+    /// `finish` runs, on this thread (it sends the final snapshot).
+    pub fn serve(&'static self, facts: SnapshotFacts, finish: fn()) -> std::io::Result<()> {
         let Some(reader) = READER.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
             crate::signals::block_on_this_thread();
             let mut reader = BufReader::new(reader);
-            while let Ok(ControllerMessage::RequestSnapshot) = read_frame::<ControllerMessage>(&mut reader) {
-                if !self.send_snapshot(facts, false, Patience::NONE) {
-                    break;
+            loop {
+                match read_frame::<ControllerMessage>(&mut reader) {
+                    Ok(ControllerMessage::RequestSnapshot) => {
+                        // Not waited for (`send_snapshot` says "not delivered yet"): the writer
+                        // sends it. Only a closed link ends the requests.
+                        self.send_snapshot(facts, false, Patience::NONE);
+                        if self.outbox().closed {
+                            break;
+                        }
+                    }
+                    Ok(ControllerMessage::Finish) => {
+                        finish();
+                        break;
+                    }
+                    Ok(other) => {
+                        crate::log::log!("unexpected message from the controller: {other:?}");
+                        break;
+                    }
+                    Err(e) => {
+                        crate::log::log!("the controller hung up ({e})");
+                        break;
+                    }
                 }
             }
         })?;

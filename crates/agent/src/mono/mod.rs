@@ -70,7 +70,7 @@ pub fn init(desc: &str) {
     let loaded_by = format!("Mono (--profile={desc})");
     let runtime = RuntimeId { kind: "mono", loaded_by: &loaded_by };
     let version = || Mono::from_process().map_or_else(|_| "unknown".into(), Mono::runtime_version);
-    let _ = session::start(runtime, version, |config| {
+    let _ = session::start(runtime, session::ConfigSource::Environment, version, |config| {
         let mono = Mono::from_process().map_err(|e| StartError::runtime("finding Mono's API", e))?;
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,

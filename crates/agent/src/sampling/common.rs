@@ -45,6 +45,9 @@ pub fn interval() -> Duration {
     CONFIG.get().map_or(Duration::from_millis(1), |c| c.interval)
 }
 
+/// Set by `sampling::stop`: the sampler and drain threads end.
+pub(super) static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The counters behind [`Losses`] that are not per thread, and samples taken.
 pub(super) struct Counters {
     pub unknown_thread: AtomicU64,

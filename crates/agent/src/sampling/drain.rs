@@ -47,15 +47,26 @@ static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
 /// sampler's: an agent thread is never sampled).
 pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
-    std::thread::Builder::new().name("sonde-drain".into()).spawn(move || {
+    let thread = std::thread::Builder::new().name("sonde-drain".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         block_signals();
-        loop {
+        while !super::common::STOPPED.load(std::sync::atomic::Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
             drain();
         }
     })?;
+    *DRAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
     Ok(())
+}
+
+/// The drain thread, for [`stop`].
+static DRAIN: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+
+/// Ends the drain thread (after `sampling::stop` set `STOPPED`).
+pub(super) fn stop() {
+    if let Some(thread) = DRAIN.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = thread.join();
+    }
 }
 
 /// Moves every ring's samples into the call trees. Serialised; runs on the drain thread and

@@ -77,6 +77,18 @@ pub fn totals() -> (u64, Losses) {
     (c.taken.load(Relaxed), losses)
 }
 
+/// Stops sampling for good, leaving the process as it was before sampling started (a detach:
+/// the runtime is about to release the agent): Sonde's sampler thread, per-thread timers and
+/// signal actions (see `signal::stop`), and the drain thread. What was sampled stays in the
+/// trees. An external sampler (Mono's) is the runtime's to stop: its samples find no session.
+pub fn stop() {
+    common::STOPPED.store(true, Relaxed);
+    if CONFIG.get().is_some_and(|c| c.sampler == Sampler::Signal) {
+        signal::stop();
+    }
+    drain::stop();
+}
+
 /// Registrations and unregistrations, one at a time (a thread may be reported from two threads
 /// at once: CoreCLR's `ThreadCreated` and `ThreadAssignedToOSThread`).
 static REGISTERING: Mutex<()> = Mutex::new(());

@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 /// The session of this process, once [`start`] succeeded.
 pub struct Session {
     pub config: AgentConfig,
+    /// Loaded into a running process (`sonde record --pid`), not at its start.
+    pub attached: bool,
     link: &'static Link,
     facts: SnapshotFacts,
     shut_down: AtomicBool,
@@ -54,6 +56,10 @@ pub enum StartError {
     /// alone (`sonde_protocol::trust`): staying inactive, saying nothing to whoever listens there.
     #[error("not trusted, staying inactive: {0}")]
     Untrusted(#[from] sonde_protocol::trust::TrustError),
+    /// Attached to a running process in a mode that needs the program to start under the
+    /// profiler (the controller refuses first; this is the agent's own check).
+    #[error("only sampling can attach to a running process; tracing needs it to start under sonde")]
+    TracingNeedsStart,
     /// The runtime refused a step of the set-up (`what`: the call or the step).
     #[error("{what} failed: {detail}")]
     Runtime { what: &'static str, detail: String },
@@ -63,6 +69,16 @@ impl StartError {
     pub fn runtime(what: &'static str, detail: impl std::fmt::Display) -> StartError {
         StartError::Runtime { what, detail: detail.to_string() }
     }
+}
+
+/// Where the configuration comes from.
+#[derive(Clone, Copy)]
+pub enum ConfigSource<'a> {
+    /// The environment `sonde record` gave the program it started.
+    Environment,
+    /// The client data of the runtime's attach command (`sonde record --pid`): there is no
+    /// environment to set in a running process.
+    Attach(&'a [u8]),
 }
 
 /// Which runtime is being profiled, for the handshake and the log.
@@ -78,10 +94,11 @@ pub struct RuntimeId<'a> {
 /// asked for once the configuration says there is a controller to tell.
 pub fn start(
     runtime: RuntimeId<'_>,
+    source: ConfigSource<'_>,
     version: impl FnOnce() -> String,
     set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
 ) -> Result<&'static Session, StartError> {
-    let started = try_start(runtime, version, set_up);
+    let started = try_start(runtime, source, version, set_up);
     if let Err(e) = &started {
         // A second start leaves the first one's session alone.
         if !matches!(e, StartError::AlreadyStarted) {
@@ -94,13 +111,18 @@ pub fn start(
 
 fn try_start(
     runtime: RuntimeId<'_>,
+    source: ConfigSource<'_>,
     version: impl FnOnce() -> String,
     set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
 ) -> Result<&'static Session, StartError> {
     clock::start();
     // No log file yet when the configuration is unreadable: the controller then reports that no
     // agent connected.
-    let config = AgentConfig::from_env(|k| std::env::var(k).ok())?;
+    let config = match source {
+        ConfigSource::Environment => AgentConfig::from_env(|k| std::env::var(k).ok())?,
+        ConfigSource::Attach(data) => AgentConfig::from_client_data(data)?,
+    };
+    let attached = matches!(source, ConfigSource::Attach(_));
     if let Some(path) = &config.log {
         crate::log::open(path);
     }
@@ -130,6 +152,10 @@ fn try_start(
             .map_or(0, |d| d.as_millis() as u64),
     };
     let link = Link::connect(&socket, hello)?;
+    if attached && config.mode != Mode::Sampling {
+        link.send_error(StartError::TracingNeedsStart.to_string());
+        return Err(StartError::TracingNeedsStart);
+    }
     let facts = match set_up(&config) {
         Ok(facts) => facts,
         Err(e) => {
@@ -137,13 +163,13 @@ fn try_start(
             return Err(e);
         }
     };
-    let session = SESSION.get_or_init(|| Session { config, link, facts, shut_down: AtomicBool::new(false) });
+    let session = SESSION.get_or_init(|| Session { config, attached, link, facts, shut_down: AtomicBool::new(false) });
     // Whichever comes first sends the final snapshot: the runtime's shutdown event, or the
     // process's exit — a host that exits without shutting its runtime down (Python with
     // pythonnet, a native host calling `exit`), or Mono after an unhandled exception.
     final_snapshot_at_exit();
     sampling::on_notice(send_error);
-    if let Err(e) = session.link.serve(facts) {
+    if let Err(e) = session.link.serve(facts, finish) {
         log!("cannot start the IPC thread: {e}");
     }
     log!("profiling");
@@ -256,6 +282,35 @@ pub fn final_snapshot(why: &str) {
     }
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
+}
+
+/// How the backend hands the process back to the runtime once profiling finished (CoreCLR:
+/// `RequestProfilerDetach`), set where the backend supports it.
+static DETACH: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
+
+/// Sets how [`finish`] detaches the agent.
+pub fn on_detach(detach: impl Fn() + Send + Sync + 'static) {
+    let _ = DETACH.set(Box::new(detach));
+}
+
+/// The controller asked to stop profiling while the process runs on (`ControllerMessage::Finish`:
+/// the end of an attached recording). On the IPC thread: the final snapshot, then nothing of the
+/// agent's runs any more — callbacks find no session, the samplers and their threads stop — and
+/// the backend detaches the agent from the runtime where it can ([`on_detach`]).
+fn finish() {
+    guarded((), || {
+        // Sampling stops first, so that the final snapshot holds every sample taken, and the
+        // controller, once it has it, finds nothing of ours running but this thread.
+        if SESSION.get().is_some_and(|s| s.facts.sampling) {
+            sampling::stop();
+        }
+        final_snapshot("finished by the controller");
+        ENABLED.store(false, Relaxed);
+        match DETACH.get() {
+            Some(detach) => detach(),
+            None => log!("profiling stopped; this runtime cannot detach the agent, which stays inert"),
+        }
+    });
 }
 
 /// Sends the final snapshot at `exit(3)` too: a runtime may end the process without a shutdown

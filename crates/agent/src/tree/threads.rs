@@ -246,6 +246,20 @@ pub fn set_name(tid: u32, name: String) {
     }
 }
 
+/// Names thread `tid` unless it has a name already (a name the runtime reported wins over one
+/// read from the OS).
+pub fn set_name_if_unnamed(tid: u32, name: String) {
+    let mut registry = registry();
+    match registry.by_tid.get(&tid).filter(|s| !s.ended.load(Acquire)) {
+        Some(state) => {
+            state.name.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(name);
+        }
+        None => {
+            registry.names.entry(tid).or_insert(name);
+        }
+    }
+}
+
 /// Folds the oldest ended threads beyond [`KEPT_ENDED`] whose trees can no longer change (the
 /// OS thread is gone and no sampler slot is bound to the state) into the aggregate, and frees
 /// them. Called when a thread ends and by the sampling drain; returns at once if another fold or

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::{Compensation, InvalidProfile};
+use crate::model::{Attach, Compensation, InvalidProfile};
 use crate::testkit::{Builder, arb_profile};
 
 fn sample_profile() -> Profile {
@@ -22,6 +22,44 @@ fn encode(profile: &Profile) -> Vec<u8> {
     let mut bytes = Vec::new();
     write_profile(&mut bytes, profile).expect("write to a Vec");
     bytes
+}
+
+/// A version-1 file as version-1 builds wrote it: the `Profile` alone, no extensions.
+fn encode_v1(profile: &Profile) -> Vec<u8> {
+    let payload = postcard::to_stdvec(profile).unwrap();
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend(1u32.to_le_bytes());
+    bytes.extend((payload.len() as u64).to_le_bytes());
+    bytes.extend(&payload);
+    bytes.extend(crc32(&payload).to_le_bytes());
+    bytes
+}
+
+#[test]
+fn version_1_files_still_load() {
+    let profile = sample_profile();
+    assert_eq!(read_profile(&encode_v1(&profile)[..]).unwrap(), profile);
+}
+
+#[test]
+fn extensions_round_trip_and_unknown_ones_are_skipped() {
+    let mut profile = sample_profile();
+    profile.run.attach = Some(Attach { attached_at_ns: 1_700_000_000_000_000_000, detached_at_ns: Some(7) });
+    let bytes = encode(&profile);
+    assert_eq!(&bytes[8..12], &FORMAT_VERSION.to_le_bytes());
+    assert_eq!(read_profile(&bytes[..]).unwrap(), profile);
+
+    // A newer build's file: one more extension this build does not know.
+    let mut payload = postcard::to_stdvec(&profile).unwrap();
+    let mut list = extensions(&profile);
+    list.push(("from-the-future".into(), vec![1, 2, 3]));
+    payload.extend(postcard::to_stdvec(&list).unwrap());
+    let mut newer = MAGIC.to_vec();
+    newer.extend(2u32.to_le_bytes());
+    newer.extend((payload.len() as u64).to_le_bytes());
+    newer.extend(&payload);
+    newer.extend(crc32(&payload).to_le_bytes());
+    assert_eq!(read_profile(&newer[..]).unwrap(), profile);
 }
 
 #[test]
@@ -82,11 +120,11 @@ fn header_errors_are_specific() {
     assert!(matches!(read(&valid[..valid.len() - 2]), FileError::Truncated { part: "checksum" }));
     assert!(matches!(read(&valid[..25]), FileError::Truncated { part: "payload" }));
 
-    let mut v2 = valid.clone();
-    v2[8] = 2;
-    let err = read(&v2);
-    assert!(matches!(err, FileError::UnsupportedVersion { found: 2 }));
-    assert_eq!(err.to_string(), "unsupported profile format version 2 (this build reads version 1)");
+    let mut v3 = valid.clone();
+    v3[8] = 3;
+    let err = read(&v3);
+    assert!(matches!(err, FileError::UnsupportedVersion { found: 3 }));
+    assert_eq!(err.to_string(), "unsupported profile format version 3 (this build reads versions 1 to 2)");
 
     let mut huge = valid.clone();
     huge[12..20].copy_from_slice(&u64::MAX.to_le_bytes());

@@ -77,6 +77,7 @@ pub fn run(mode: Mode) -> RunInfo {
         samples_taken: 0,
         samples_lost: Vec::new(),
         agent_version: "0.1.0".into(),
+        attach: None,
     }
 }
 

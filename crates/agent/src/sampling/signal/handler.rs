@@ -66,12 +66,44 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The highest real-time signal at its default action with no handler: `SIGRTMIN` itself is
-/// CoreCLR's activation signal and glibc keeps the two below it; the lowest ones are what
-/// programs and libraries usually pick first.
+/// The highest real-time signal with no handler (at its default action, or ignored — which is
+/// also how a detached agent leaves the one it used, see [`uninstall`]; an ignored signal that is
+/// not ours is forwarded to its `SIG_IGN`, i.e. still ignored): `SIGRTMIN` itself is CoreCLR's
+/// activation signal and glibc keeps the two below it; the lowest ones are what programs and
+/// libraries usually pick first.
 fn choose_signal() -> Option<libc::c_int> {
     let (low, high) = (libc::SIGRTMIN() + 4, libc::SIGRTMAX());
-    (low..=high).rev().find(|&sig| current_action(sig).is_ok_and(|c| c.sa_sigaction == libc::SIG_DFL))
+    (low..=high).rev().find(|&sig| {
+        current_action(sig).is_ok_and(|c| c.sa_sigaction == libc::SIG_DFL || c.sa_sigaction == libc::SIG_IGN)
+    })
+}
+
+/// Takes the agent's actions out of the process (a detach; the sampler thread and the timers
+/// are stopped already): each fault wrapper still installed gives way to the action it wrapped,
+/// and the sampling signal, if still ours, becomes ignored — not its default action, which for a
+/// real-time signal ends the process: a signal still pending on a thread that blocks it (sent
+/// before the sampler stopped) is discarded instead. Actions installed over ours since are left
+/// alone. The library stays loaded (`process::stay_loaded`), so a handler running meanwhile
+/// still has its code.
+pub fn uninstall() {
+    for (i, &fault) in FAULTS.iter().enumerate() {
+        if let Some(previous) = FAULT_PREVIOUS[i].get()
+            && current_handler(fault) == Some(on_fault as *const () as libc::sighandler_t)
+        {
+            // SAFETY: reinstalls the action our wrapper replaced, as it was.
+            unsafe { libc::sigaction(fault, previous, std::ptr::null_mut()) };
+        }
+    }
+    let Some(signal) = signal_number() else { return };
+    if current_handler(signal) == Some(on_signal as *const () as libc::sighandler_t) {
+        // SAFETY: sets the signal's action to SIG_IGN (a local, fully initialised struct).
+        unsafe {
+            let mut ignore: libc::sigaction = std::mem::zeroed();
+            ignore.sa_sigaction = libc::SIG_IGN;
+            libc::sigemptyset(&mut ignore.sa_mask);
+            libc::sigaction(signal, &ignore, std::ptr::null_mut());
+        }
+    }
 }
 
 /// The action installed for `signal`.
@@ -300,8 +332,13 @@ fn our_slot(info: *const libc::siginfo_t) -> Option<usize> {
 extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: errno is this thread's; read and restored around our work.
     let errno = unsafe { *libc::__errno_location() };
-    if let Some((fd, token)) = super::timers::fd_of(info).and_then(|fd| Some((fd, super::timers::token_of(fd)?))) {
-        on_timer(fd, token, context);
+    if let Some(fd) = super::timers::fd_of(info) {
+        // A task-clock overflow: ours (nobody else had this signal when it was chosen). One
+        // whose event was retired meanwhile (its thread ended, or a detach) is dropped: passed
+        // on, it would meet the signal's default action, which ends the process.
+        if let Some(token) = super::timers::token_of(fd) {
+            on_timer(fd, token, context);
+        }
     } else if let Some(slot) = our_slot(info) {
         sample(slot, context);
     } else if let Some(previous) = PREVIOUS.get() {

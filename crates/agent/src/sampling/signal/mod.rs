@@ -24,7 +24,7 @@ mod timers;
 
 pub use handler::block_on_this_thread;
 
-use super::common::{COUNTERS, Clock, Sampler, configure, notice, thread_cpu_ns};
+use super::common::{COUNTERS, Clock, STOPPED, Sampler, configure, notice, thread_cpu_ns};
 use super::drain::{self, FrameResolver};
 use super::slots;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
@@ -164,6 +164,31 @@ fn drop_freed_timers() {
     }
 }
 
+/// The sampler thread, for [`stop`].
+static SAMPLER: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::sync::Mutex::new(None);
+
+/// Stops sampling for good (a detach): the sampler thread ends, every thread's timer stops and
+/// is closed, and the handlers give way ([`handler::uninstall`]). The drain is the caller's.
+pub(super) fn stop() {
+    TIMERS.store(false, Relaxed); // a thread registered from now on gets no timer
+    if let Some(sampler) = SAMPLER.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = sampler.join(); // it sees `STOPPED` within a tick or a housekeeping period
+    }
+    let timers: Vec<libc::c_int> = (0..slots::used().len())
+        .filter_map(|index| Some(state(index)?.timer.swap(-1, AcqRel)).filter(|&fd| fd >= 0))
+        .collect();
+    for &fd in &timers {
+        timers::retire(fd);
+    }
+    // A handler runs for microseconds: one that had read a route before it went is done by now.
+    std::thread::sleep(Duration::from_millis(20));
+    for fd in timers {
+        timers::disarm(fd);
+        drop(timers::Timer::from_raw(fd));
+    }
+    handler::uninstall();
+}
+
 /// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
 pub fn start(
     interval: Duration,
@@ -182,11 +207,12 @@ pub fn start(
         );
         TIMERS.store(available, Relaxed);
     }
-    std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
+    let sampler = std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         handler::block_on_this_thread();
         run_sampler(interval, clock);
     })?;
+    *SAMPLER.lock().unwrap_or_else(|e| e.into_inner()) = Some(sampler);
     drain::start(resolver, handler::block_on_this_thread)
 }
 
@@ -236,7 +262,7 @@ fn run_sampler(interval: Duration, clock: Clock) {
     // Threads waiting for a slot: CPU time at the last look, and not counted yet.
     let mut waiting: std::collections::HashMap<u32, (u64, u64)> = std::collections::HashMap::new();
     let min_run_ns = min_run_ns(interval_ns);
-    loop {
+    while !STOPPED.load(Relaxed) {
         tick += 1;
         // Absolute deadlines: the rate does not drift with the loop's own cost.
         deadline += step;

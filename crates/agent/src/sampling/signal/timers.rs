@@ -148,6 +148,17 @@ fn open(tid: u32, interval_ns: u64) -> Option<libc::c_int> {
     (fd >= 0).then_some(fd as libc::c_int)
 }
 
+/// Stops event `fd` from raising any more signals before it is closed while its thread may
+/// still run (a detach): unrouted first, so that a handler arriving from now on does not re-arm
+/// it, then disarmed. A handler that read the route just before may still re-arm it once:
+/// disarm again after handlers in flight are done (see `signal::stop`).
+pub(super) fn retire(fd: libc::c_int) {
+    if let Some(route) = ROUTES.get(fd as usize) {
+        route.store(0, Release);
+    }
+    disarm(fd);
+}
+
 /// Arms event `fd` for one more overflow. Async-signal-safe: the handler calls it.
 pub(super) fn arm(fd: libc::c_int) {
     // SAFETY: an ioctl on an event descriptor of ours (the handler checks the route first, and a

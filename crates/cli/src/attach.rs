@@ -1,0 +1,321 @@
+//! `sonde record --pid PID`: loading the agent into a .NET process that is already running,
+//! through its runtime's diagnostics IPC (what `dotnet-trace` and `dotnet-counters` talk to).
+//!
+//! * **Which process** ([`Target::inspect`]): it must exist, run as this user, and run CoreCLR
+//!   (`libcoreclr.so` in its memory map). Mono has no attach API; a process with its
+//!   diagnostics switched off (`DOTNET_EnableDiagnostics=0`) has no socket. Each case is a
+//!   one-line error that says what to do instead.
+//! * **Containers**: a process in another mount namespace is seen through `/proc/PID/root`, its
+//!   temporary directory read from its own environment (`TMPDIR`, else `/tmp`), and its pid as
+//!   it knows itself from `NSpid` (the socket is named after that one). The controller's session
+//!   directory and the agent's copy are made there, so the agent finds both under the paths it
+//!   sees; the session directory is private (0700) either way.
+//! * **The command** ([`attach_profiler`]): the socket
+//!   `dotnet-diagnostic-{pid}-{start time}-socket` in that directory; a 20-byte header (magic
+//!   `DOTNET_IPC_V1\0`, total size u16, command set, command id, reserved u16), then the
+//!   `AttachProfiler` payload (command set 0x03, id 0x01): the timeout (u32, milliseconds — the
+//!   runtime only uses it when an attaching profiler waits for a concurrent GC), the CLSID (the
+//!   in-memory GUID layout), the agent's path (u32 count of UTF-16 units including the NUL, then
+//!   the units) and the client data (u32 length, bytes: the agent's configuration,
+//!   [`AgentConfig::to_client_data`](sonde_protocol::AgentConfig::to_client_data)). The runtime
+//!   answers after the agent's `ProfilerAttachComplete`, with command set 0xFF, id 0x00 (OK) or
+//!   0xFF (error) and an HRESULT. (dotnet/diagnostics, `documentation/design-docs/ipc-protocol.md`.)
+//! * **Once per process at a time**: the runtime takes one profiler. After a detach, it unloads
+//!   the old one in the background (within about a second); an attach meanwhile is refused as
+//!   "already active", and retried for a while when the profiler there is a Sonde agent.
+
+use anyhow::{Result, bail};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A running process to attach to.
+#[derive(Debug)]
+pub struct Target {
+    pub pid: u32,
+    /// The pid as the process knows itself (its innermost PID namespace).
+    ns_pid: u32,
+    /// Its filesystem as seen from here (`/proc/PID/root`).
+    root: PathBuf,
+    /// Its temporary directory, as it sees it.
+    pub tmp: PathBuf,
+    /// Its command line, for messages.
+    pub command: Vec<String>,
+}
+
+/// `0x8013136A`: the process has a profiler already (or is still unloading one).
+const CORPROF_E_PROFILER_ALREADY_ACTIVE: u32 = 0x8013_136A;
+
+impl Target {
+    /// Checks that `pid` is a CoreCLR process of this user's that can be attached to.
+    pub fn inspect(pid: u32) -> Result<Target> {
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let status = match std::fs::read_to_string(proc_dir.join("status")) {
+            Ok(status) => status,
+            Err(_) => bail!("no process with pid {pid}"),
+        };
+        let field = |name: &str| {
+            status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.split_whitespace().collect::<Vec<_>>())
+        };
+        let uid = field("Uid:").and_then(|v| v.get(1).and_then(|u| u.parse::<u32>().ok()));
+        let user = sonde_protocol::trust::user();
+        if uid != Some(user) {
+            let owner = uid.map_or_else(|| "another user".to_string(), |u| format!("uid {u}"));
+            bail!(
+                "process {pid} runs as {owner}, not as this user (uid {user}): run sonde as the process's user (e.g. `sudo -u USER sonde record --pid {pid}`)"
+            );
+        }
+        let ns_pid = field("NSpid:").and_then(|v| v.last().and_then(|p| p.parse().ok())).unwrap_or(pid);
+        let command = read_nul_list(&proc_dir.join("cmdline"));
+        let maps = std::fs::read_to_string(proc_dir.join("maps"))
+            .map_err(|e| anyhow::anyhow!("cannot read the memory map of process {pid}: {e}"))?;
+        let mapped = |name: &str| maps.lines().any(|l| l.rsplit('/').next().is_some_and(|f| f.starts_with(name)));
+        if !mapped("libcoreclr.so") {
+            if mapped("libmonosgen") || mapped("libmono-") || command.first().is_some_and(|c| crate::launch::is_mono(c))
+            {
+                bail!(
+                    "process {pid} runs Mono, which has no attach API: start it under sonde instead (`sonde record -- mono …`)"
+                );
+            }
+            bail!("process {pid} is not a .NET (CoreCLR) process: no libcoreclr.so in its memory map");
+        }
+        let environ = read_nul_list(&proc_dir.join("environ"));
+        let var = |name: &str| environ.iter().find_map(|e| e.strip_prefix(name)?.strip_prefix('='));
+        for (name, what) in [
+            ("DOTNET_EnableDiagnostics", "its diagnostics"),
+            ("COMPlus_EnableDiagnostics", "its diagnostics"),
+            ("DOTNET_EnableDiagnostics_IPC", "its diagnostics IPC"),
+            ("DOTNET_EnableDiagnostics_Profiler", "profiler attach"),
+        ] {
+            if var(name) == Some("0") {
+                bail!(
+                    "process {pid} was started with {name}=0 ({what} switched off): it cannot be attached to; restart it without that setting, or under sonde (`sonde record -- …`)"
+                );
+            }
+        }
+        let tmp = var("TMPDIR").filter(|t| t.starts_with('/')).unwrap_or("/tmp");
+        Ok(Target { pid, ns_pid, root: proc_dir.join("root"), tmp: PathBuf::from(tmp), command })
+    }
+
+    /// A path of the process's filesystem (absolute, as it sees it), as seen from here.
+    pub fn host_path(&self, inside: &Path) -> PathBuf {
+        self.root.join(inside.strip_prefix("/").unwrap_or(inside))
+    }
+
+    /// The runtime's diagnostics socket (as seen from here).
+    pub fn diagnostics_socket(&self) -> Result<PathBuf> {
+        let dir = self.host_path(&self.tmp);
+        let prefix = format!("dotnet-diagnostic-{}-", self.ns_pid);
+        let found = std::fs::read_dir(&dir).ok().and_then(|entries| {
+            entries.flatten().map(|e| e.file_name()).find_map(|name| {
+                let name = name.to_str()?;
+                (name.starts_with(&prefix) && name.ends_with("-socket")).then(|| dir.join(name))
+            })
+        });
+        match found {
+            Some(socket) => Ok(socket),
+            None => bail!(
+                "process {} has no diagnostics socket in {} (its diagnostics may be off: DOTNET_EnableDiagnostics=0)",
+                self.pid,
+                self.tmp.display()
+            ),
+        }
+    }
+
+    /// Whether a Sonde agent was attached to the process before (a detached one stays mapped,
+    /// from its session directory): the runtime may still be unloading it.
+    fn had_attached_sonde(&self) -> bool {
+        let copy = format!("/{}", crate::launch::AGENT_LIBRARY);
+        std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).is_ok_and(|maps| {
+            maps.lines().any(|l| l.contains(&format!("/{}", crate::collector::SESSION_PREFIX)) && l.contains(&copy))
+        })
+    }
+
+    /// Loads the agent at `agent` (a path as the process sees it) into the process, handing it
+    /// `client_data`; returns once the agent is running (its `ProfilerAttachComplete` returned).
+    /// A refusal because a profiler is there already is retried for a while when that profiler
+    /// is a Sonde agent (one that just detached is unloaded in the background).
+    pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match attach_profiler(socket, agent, client_data) {
+                Ok(()) => return Ok(()),
+                Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE))
+                    if self.had_attached_sonde() && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE)) => {
+                    bail!("process {} already has a profiler loaded (the runtime takes one per process)", self.pid)
+                }
+                Err(e) => bail!("cannot attach to process {}: {e}", self.pid),
+            }
+        }
+    }
+}
+
+fn read_nul_list(path: &Path) -> Vec<String> {
+    std::fs::read(path)
+        .map(|b| {
+            b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
+        })
+        .unwrap_or_default()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error("the diagnostics socket: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the runtime refused: HRESULT {hr:#010x}{why}", hr = .0, why = explain(*.0))]
+    Refused(u32),
+    #[error("the runtime's answer is not a diagnostics IPC reply")]
+    BadReply,
+    #[error("the attach command does not fit in one diagnostics IPC message")]
+    TooLarge,
+}
+
+fn explain(hr: u32) -> &'static str {
+    match hr {
+        0x8013_1368 => " (the profiler refused to attach: see --agent-log)",
+        0x8013_135B | 0x8013_1371 => " (the runtime is not fully started yet)",
+        0x8013_1515 => " (this runtime was built without attach support)",
+        0x8013_1384 => " (bad encoding)",
+        0x8007_0002 | 0x8007_007E => " (the runtime cannot load the agent library)",
+        _ => "",
+    }
+}
+
+const MAGIC: &[u8; 14] = b"DOTNET_IPC_V1\0";
+const HEADER_LEN: usize = 20;
+const PROFILER_COMMANDS: u8 = 0x03;
+const ATTACH_PROFILER: u8 = 0x01;
+const SERVER: u8 = 0xFF;
+const OK: u8 = 0x00;
+const ERROR: u8 = 0xFF;
+/// What the runtime is told the attach may take (see the module documentation).
+const ATTACH_TIMEOUT_MS: u32 = 10_000;
+
+/// Sends `AttachProfiler` for Sonde's CLSID and `agent` and reads the runtime's answer.
+fn attach_profiler(socket: &Path, agent: &Path, client_data: &[u8]) -> Result<(), AttachError> {
+    let message = encode_attach(ATTACH_TIMEOUT_MS, &clsid_bytes(), agent, client_data)?;
+    let mut stream = UnixStream::connect(socket)?;
+    // The answer comes once the agent is running: its start-up (connecting to us included).
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.write_all(&message)?;
+    let mut reply = [0u8; HEADER_LEN + 4];
+    stream.read_exact(&mut reply)?;
+    decode_reply(&reply)
+}
+
+/// The whole `AttachProfiler` message.
+fn encode_attach(timeout_ms: u32, clsid: &[u8; 16], agent: &Path, client_data: &[u8]) -> Result<Vec<u8>, AttachError> {
+    let mut payload = Vec::new();
+    payload.extend(timeout_ms.to_le_bytes());
+    payload.extend(clsid);
+    let path: Vec<u16> = agent.to_string_lossy().encode_utf16().chain([0]).collect();
+    payload.extend((path.len() as u32).to_le_bytes());
+    payload.extend(path.iter().flat_map(|u| u.to_le_bytes()));
+    payload.extend((client_data.len() as u32).to_le_bytes());
+    payload.extend(client_data);
+    let size = u16::try_from(HEADER_LEN + payload.len()).map_err(|_| AttachError::TooLarge)?;
+    let mut message = Vec::with_capacity(size as usize);
+    message.extend(MAGIC);
+    message.extend(size.to_le_bytes());
+    message.extend([PROFILER_COMMANDS, ATTACH_PROFILER, 0, 0]);
+    message.extend(payload);
+    Ok(message)
+}
+
+/// The runtime's answer: OK with HRESULT 0, or the HRESULT it refused with.
+fn decode_reply(reply: &[u8; HEADER_LEN + 4]) -> Result<(), AttachError> {
+    if &reply[..14] != MAGIC || reply[16] != SERVER {
+        return Err(AttachError::BadReply);
+    }
+    let hr = u32::from_le_bytes(reply[20..24].try_into().expect("4 bytes"));
+    match reply[17] {
+        OK if hr == 0 => Ok(()),
+        OK | ERROR => Err(AttachError::Refused(hr)),
+        _ => Err(AttachError::BadReply),
+    }
+}
+
+/// Sonde's CLSID ([`crate::launch::PROFILER_CLSID`]) in the in-memory GUID layout: Data1 (u32),
+/// Data2 and Data3 (u16) little-endian, then Data4's 8 bytes as written.
+fn clsid_bytes() -> [u8; 16] {
+    let hex: String = crate::launch::PROFILER_CLSID.chars().filter(char::is_ascii_hexdigit).collect();
+    let byte = |i: usize| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("a valid CLSID constant");
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        // Bytes 0-3, 4-5 and 6-7 are reversed (little-endian fields); 8-15 as written.
+        *o = match i {
+            0..4 => byte(3 - i),
+            4..6 => byte(9 - i),
+            6..8 => byte(13 - i),
+            _ => byte(i),
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clsid_has_the_guid_layout() {
+        assert_eq!(
+            clsid_bytes(),
+            [0x4A, 0x6C, 0x2B, 0x9E, 0x0F, 0x5D, 0x8B, 0x4E, 0xA1, 0xC3, 0x7F, 0x5D, 0x2E, 0x9B, 0x0A, 0x61]
+        );
+    }
+
+    #[test]
+    fn the_attach_message_is_laid_out_as_the_runtime_parses_it() {
+        let m = encode_attach(5000, &[7; 16], Path::new("/a/é"), b"K=V\0").unwrap();
+        assert_eq!(&m[..14], b"DOTNET_IPC_V1\0");
+        assert_eq!(u16::from_le_bytes([m[14], m[15]]) as usize, m.len());
+        assert_eq!(&m[16..20], [0x03, 0x01, 0, 0]);
+        assert_eq!(&m[20..24], 5000u32.to_le_bytes());
+        assert_eq!(&m[24..40], [7; 16]);
+        // "/a/é" + NUL: 5 UTF-16 units.
+        assert_eq!(&m[40..44], 5u32.to_le_bytes());
+        let units: Vec<u16> = m[44..54].chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        assert_eq!(units, [0x2F, 0x61, 0x2F, 0xE9, 0]);
+        assert_eq!(&m[54..58], 4u32.to_le_bytes());
+        assert_eq!(&m[58..], b"K=V\0");
+        assert!(matches!(encode_attach(0, &[0; 16], Path::new("/x"), &[0; 70_000]), Err(AttachError::TooLarge)));
+    }
+
+    #[test]
+    fn replies_are_decoded() {
+        let reply = |id: u8, hr: u32| {
+            let mut r = [0u8; 24];
+            r[..14].copy_from_slice(MAGIC);
+            r[14..16].copy_from_slice(&24u16.to_le_bytes());
+            r[16] = 0xFF;
+            r[17] = id;
+            r[20..24].copy_from_slice(&hr.to_le_bytes());
+            r
+        };
+        assert!(decode_reply(&reply(0x00, 0)).is_ok());
+        assert!(matches!(decode_reply(&reply(0xFF, 0x8013_136A)), Err(AttachError::Refused(0x8013_136A))));
+        assert!(matches!(decode_reply(&reply(0x00, 0x8000_4005)), Err(AttachError::Refused(0x8000_4005))));
+        assert!(matches!(decode_reply(&reply(0x01, 0)), Err(AttachError::BadReply)));
+        let mut bad = reply(0x00, 0);
+        bad[0] = b'X';
+        assert!(matches!(decode_reply(&bad), Err(AttachError::BadReply)));
+    }
+
+    #[test]
+    fn a_missing_process_is_one_line() {
+        let e = Target::inspect(u32::MAX - 1).unwrap_err();
+        assert_eq!(e.to_string(), format!("no process with pid {}", u32::MAX - 1));
+    }
+
+    #[test]
+    fn a_process_without_coreclr_is_not_dotnet() {
+        let e = Target::inspect(std::process::id()).unwrap_err();
+        assert!(e.to_string().contains("is not a .NET (CoreCLR) process"), "{e}");
+    }
+}

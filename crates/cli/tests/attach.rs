@@ -1,0 +1,261 @@
+//! `sonde record --pid`: attaching to a .NET program that was started without Sonde
+//! (`tests/apps/Service.cs`: a worker thread named "spinner" burns CPU in `Service.Spin` until a
+//! stop file appears; the program then prints a fixed result and exits with 7), sampling it,
+//! detaching, and attaching again — on the real .NET 8 runtime, in this mount namespace and in a
+//! private one. Like every integration test, these FAIL (never skip) without `SONDE_DOTNET` and
+//! `SONDE_MCS` (`SONDE_MONO` for the Mono refusal).
+
+mod support;
+
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use support::*;
+
+/// What Service.exe prints, whatever happened to it meanwhile.
+const SERVICE_OUTPUT: &str = "ready\ndone 1416422021842693365\n";
+const SERVICE_EXIT: i32 = 7;
+
+/// A scratch directory outside /tmp (a private mount namespace gets its own /tmp).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("sonde-attach-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Service.exe on `host`, started without Sonde, once it runs.
+fn start_service(host: &Path, stop: &Path, env: &[(&str, OsString)]) -> Running {
+    let mut service = Running::spawn_with_env(host, &[app("Service").into(), stop.into()], env);
+    service.wait_for_line("ready", Duration::from_secs(60));
+    service
+}
+
+/// Creates the stop file and checks that the program ended as it always does.
+fn stop_service(service: Running, stop: &Path) {
+    std::fs::write(stop, b"").unwrap();
+    let out = service.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
+    assert_eq!(out.stdout_str(), SERVICE_OUTPUT, "{}", out.describe());
+}
+
+/// `sonde record --pid PID --duration SECS -o FILE [extra]`.
+fn attach(pid: u32, secs: &str, file: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<OsString> =
+        vec!["record".into(), "--pid".into(), pid.to_string().into(), "--duration".into(), secs.into()];
+    args.extend(["-o".into(), file.into(), "--force".into()]);
+    args.extend(extra.iter().map(OsString::from));
+    sonde_cmd(&args)
+}
+
+/// The thread names of process `pid`, and how many perf_event descriptors it holds.
+fn threads_and_timers(pid: u32) -> (Vec<String>, usize) {
+    let names = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim_end().to_string())
+        .collect();
+    let timers = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("perf_event")))
+        .count();
+    (names, timers)
+}
+
+/// The checks every attached profile of Service.exe passes: attached and detached, sampled, and
+/// `Service.Spin` (on the thread that ran before the attach) the hot method.
+fn assert_attached_profile(report: &Value, detached: bool) {
+    assert_eq!(report["attached"], true, "{report:#}");
+    let attached_at = report["attached_at_ns"].as_u64().expect("attached_at_ns");
+    match report["detached_at_ns"].as_u64() {
+        Some(detached_at) => assert!(detached && detached_at > attached_at, "{report:#}"),
+        None => assert!(!detached, "no detached_at_ns: {report:#}"),
+    }
+    let methods = arr(report, "methods");
+    let total: u64 = methods.iter().map(|m| u64_of(m, "self_samples")).sum();
+    let spin: u64 =
+        methods.iter().filter(|m| str_of(m, "name") == "Service.Spin").map(|m| u64_of(m, "self_samples")).sum();
+    assert!(total >= 50, "only {total} samples");
+    assert!(spin * 10 >= total * 8, "Service.Spin has {spin} of {total} samples");
+    let spinner = arr(report, "threads").iter().find(|t| t["name"] == "spinner").expect("the spinner thread, by name");
+    assert!(u64_of(spinner, "samples") >= spin * 9 / 10, "{spinner}");
+}
+
+#[test]
+fn attach_samples_a_running_program_detaches_and_attaches_again() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[]);
+    let pid = service.pid();
+    for round in 1..=2 {
+        let file = dir.path().join(format!("attach{round}.sonde"));
+        let out = attach(pid, "1", &file, &[]);
+        assert_eq!(out.code(), 0, "attach {round}: {}", out.describe());
+        assert!(out.stderr_str().contains(&format!("attached to process {pid}")), "{}", out.describe());
+        assert!(out.stderr_str().contains(&format!("detached from process {pid}")), "{}", out.describe());
+        assert_attached_profile(&report_json(&file), true);
+        // Nothing of the agent runs in the process any more: no timer, and no thread once the
+        // agent's IPC thread has asked the runtime to detach it (just after the final snapshot).
+        assert_eq!(threads_and_timers(pid).1, 0, "perf_event timers left after the detach");
+        wait_until("the agent's threads to end after the detach", || {
+            !threads_and_timers(pid).0.iter().any(|n| n.starts_with("sonde"))
+        });
+    }
+    stop_service(service, &stop);
+}
+
+/// The target is SIGKILLed while attached: the profile still gets written, from the latest
+/// periodic snapshot (at most about a second old), and says the process ended.
+#[test]
+fn a_process_killed_while_attached_leaves_its_last_snapshot() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[]);
+    let pid = service.pid();
+    let file = dir.path().join("killed.sonde");
+    let mut args: Vec<OsString> = vec!["record".into(), "--pid".into(), pid.to_string().into()];
+    args.extend(["-o".into(), file.clone().into_os_string(), "--force".into()]);
+    let sonde = Running::spawn(sonde(), &args);
+    // Two periodic snapshots' worth, then the kill.
+    std::thread::sleep(Duration::from_millis(2600));
+    kill_group(pid, libc::SIGKILL);
+    let _ = service.wait(Duration::from_secs(30));
+    let out = sonde.wait(Duration::from_secs(30));
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(out.stderr_str().contains("ended while attached"), "{}", out.describe());
+    let report = report_json(&file);
+    assert_attached_profile(&report, false);
+    assert_eq!(report["incomplete"], true);
+    // At least the first two seconds' snapshots arrived: ≥ 1 s of samples.
+    assert!(u64_of(&report, "wall_ns") >= 1_000_000_000, "wall_ns {}", report["wall_ns"]);
+}
+
+/// A process in a private mount namespace with its own /tmp (a container seen from the host):
+/// its diagnostics socket, the agent's copy and the session's socket all live in its /tmp, which
+/// this namespace reaches only through /proc/PID/root.
+#[test]
+fn attach_into_a_private_mount_namespace() {
+    if !rustix::process::geteuid().is_root() {
+        panic!("this test makes a mount namespace and needs root (as CI runs it)");
+    }
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let script = format!(
+        "mount -t tmpfs tmpfs /tmp && exec {} {} {}",
+        dotnet().display(),
+        app("Service").display(),
+        stop.display()
+    );
+    let unshare = PathBuf::from("/usr/bin/unshare");
+    let args: Vec<OsString> =
+        ["--mount", "--propagation", "private", "--", "sh", "-c", &script].map(OsString::from).to_vec();
+    let mut service = Running::spawn(&unshare, &args);
+    service.wait_for_line("ready", Duration::from_secs(60));
+    // `unshare` execs sh, which execs dotnet: the same process.
+    let pid = service.pid();
+    let own_tmp = std::fs::read_dir(format!("/proc/{pid}/root/tmp")).unwrap().flatten().count();
+    assert!(
+        !std::fs::read_dir("/tmp")
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&format!("dotnet-diagnostic-{pid}-"))),
+        "the process's diagnostics socket is visible in this namespace's /tmp: not a private /tmp"
+    );
+    assert!(own_tmp >= 1, "nothing in the process's own /tmp");
+    let file = dir.path().join("ns.sonde");
+    let out = attach(pid, "1", &file, &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert_attached_profile(&report_json(&file), true);
+    stop_service(service, &stop);
+}
+
+/// Every process that cannot be attached to gets one line that says why, and exit code 2.
+#[test]
+fn what_cannot_be_attached_to_is_refused_in_one_line() {
+    let dir = scratch();
+    let file = dir.path().join("never.sonde");
+    let refused = |pid: u32, extra: &[&str], want: &str| {
+        let out = attach(pid, "1", &file, extra);
+        assert_eq!(out.code(), 2, "{}", out.describe());
+        let stderr = out.stderr_str();
+        assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
+        assert!(stderr.contains(want), "{stderr:?} does not say {want:?}");
+        assert!(!file.exists(), "a profile was written");
+    };
+    // No such process; not .NET at all.
+    refused(u32::MAX - 1, &[], "no process with pid");
+    let sleeper = Running::spawn("sleep", &["30".into()]);
+    refused(sleeper.pid(), &[], "is not a .NET (CoreCLR) process");
+    kill_group(sleeper.pid(), libc::SIGKILL);
+    let _ = sleeper.wait(Duration::from_secs(10));
+
+    // Mono has no attach API.
+    let stop = dir.path().join("stop-mono");
+    let mono_service = start_service(&mono(), &stop, &[]);
+    refused(mono_service.pid(), &[], "runs Mono, which has no attach API");
+    stop_service(mono_service, &stop);
+
+    // Diagnostics switched off.
+    let stop = dir.path().join("stop-nodiag");
+    let off = start_service(&dotnet(), &stop, &[("DOTNET_EnableDiagnostics", "0".into())]);
+    refused(off.pid(), &[], "DOTNET_EnableDiagnostics=0");
+    stop_service(off, &stop);
+
+    // Tracing needs the program to start under sonde; a program started under sonde already has
+    // a profiler.
+    let stop = dir.path().join("stop-traced");
+    let service = start_service(&dotnet(), &stop, &[]);
+    refused(service.pid(), &["--mode", "tracing"], "tracing cannot attach to a running process");
+    stop_service(service, &stop);
+
+    let stop = dir.path().join("stop-launched");
+    let launched_file = dir.path().join("launched.sonde");
+    let mut command =
+        record_args(&launched_file, &["--rate", "10"], &[dotnet().into(), app("Service").into(), stop.clone().into()]);
+    command.insert(0, "-q".into());
+    let mut launched = Running::spawn(sonde(), &command);
+    launched.wait_for_line("ready", Duration::from_secs(60));
+    let child = child_of(launched.pid());
+    refused(child, &[], "already has a profiler loaded");
+    std::fs::write(&stop, b"").unwrap();
+    let out = launched.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
+}
+
+/// Another user's process: refused before anything is sent to it (sonde runs as `nobody`, the
+/// program as this user).
+#[test]
+fn another_users_process_is_refused() {
+    if !rustix::process::geteuid().is_root() {
+        panic!("this test acts as a second, unprivileged user and needs root to become it (as CI runs it)");
+    }
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[]);
+    // A copy of sonde that `nobody` can run, in a directory it can enter.
+    let shared = tempfile::Builder::new().prefix("sonde-attach-user-").tempdir_in(std::env::temp_dir()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = shared.path().join("sonde");
+    std::fs::copy(sonde(), &copy).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "--"])
+        .arg(&copy)
+        .args(["record", "--pid", &service.pid().to_string(), "--duration", "1", "-o", "/dev/null/x.sonde"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("runs as uid 0, not as this user (uid 65534)"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stop_service(service, &stop);
+}
+
+/// The one child process of `parent` (the program a `sonde record` started).
+fn child_of(parent: u32) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap();
+    let pids: Vec<u32> = children.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 1, "children of {parent}: {pids:?}");
+    pids[0]
+}
