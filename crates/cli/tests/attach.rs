@@ -130,6 +130,36 @@ fn a_process_killed_while_attached_leaves_its_last_snapshot() {
     assert!(u64_of(&report, "wall_ns") >= 1_000_000_000, "wall_ns {}", report["wall_ns"]);
 }
 
+/// The same for a program sonde started: SIGKILL gives it no chance to send a final snapshot,
+/// so the profile is the controller's latest periodic one — about a second old, not the first
+/// second's (the agent once stopped answering after its first periodic snapshot).
+#[test]
+fn a_launched_program_killed_keeps_all_but_its_last_second() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let file = dir.path().join("launched-killed.sonde");
+    let command = record_args(&file, &[], &[dotnet().into(), app("Service").into(), stop.into()]);
+    let mut recording = Running::spawn(sonde(), &command);
+    recording.wait_for_line("ready", Duration::from_secs(60));
+    let program = child_of(recording.pid());
+    std::thread::sleep(Duration::from_millis(3600));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(program as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let out = recording.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), 128 + libc::SIGKILL, "{}", out.describe());
+    let report = report_json(&file);
+    assert_eq!(report["incomplete"], true);
+    assert_eq!(report["signal"], libc::SIGKILL);
+    // Snapshots are asked for at 1, 2 and 3 s: with the kill at 3.6 s, the profile ends after
+    // 2 s at least even on a busy machine (where the agent answered only its first request, at
+    // ~1 s).
+    let wall = u64_of(&report, "wall_ns");
+    assert!(wall >= 1_800_000_000, "the profile ends at {:.2} s of a 3.6 s run", wall as f64 / 1e9);
+}
+
 /// A process in a private mount namespace with its own /tmp (a container seen from the host):
 /// its diagnostics socket, the agent's copy and the session's socket all live in its /tmp, which
 /// this namespace reaches only through /proc/PID/root.
