@@ -130,6 +130,32 @@ fn a_process_killed_while_attached_leaves_its_last_snapshot() {
     assert!(u64_of(&report, "wall_ns") >= 1_000_000_000, "wall_ns {}", report["wall_ns"]);
 }
 
+/// `sonde` itself is SIGKILLed while attached: the agent notices its controller is gone, stops
+/// sampling and detaches on its own; the program runs on unharmed and can be attached to again.
+#[test]
+fn a_killed_controller_leaves_the_program_unprofiled_and_unharmed() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[]);
+    let pid = service.pid();
+    let file = dir.path().join("orphan.sonde");
+    let mut args: Vec<OsString> = vec!["record".into(), "--pid".into(), pid.to_string().into()];
+    args.extend(["-o".into(), file.into_os_string(), "--force".into()]);
+    let mut controller = Running::spawn(sonde(), &args);
+    wait_until("the agent to sample the program", || threads_and_timers(pid).1 > 0);
+    kill_group(controller.pid(), libc::SIGKILL);
+    let _ = controller.wait(Duration::from_secs(30));
+    wait_until("the orphaned agent to stop and detach", || {
+        let (names, timers) = threads_and_timers(pid);
+        timers == 0 && !names.iter().any(|n| n.starts_with("sonde"))
+    });
+    let again = dir.path().join("again.sonde");
+    let out = attach(pid, "1", &again, &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert_attached_profile(&report_json(&again), true);
+    stop_service(service, &stop);
+}
+
 /// The same for a program sonde started: SIGKILL gives it no chance to send a final snapshot,
 /// so the profile is the controller's latest periodic one — about a second old, not the first
 /// second's (the agent once stopped answering after its first periodic snapshot).

@@ -159,9 +159,9 @@ impl Link {
         Ok(link)
     }
 
-    /// Serves snapshot requests until the controller hangs up, or asks to finish: then
-    /// `finish` runs, on this thread (it sends the final snapshot).
-    pub fn serve(&'static self, facts: SnapshotFacts, finish: fn()) -> std::io::Result<()> {
+    /// Serves snapshot requests until the controller asks to finish, or hangs up: then `finish`
+    /// or `gone` runs, on this thread (`finish` sends the final snapshot).
+    pub fn serve(&'static self, facts: SnapshotFacts, finish: fn(), gone: fn()) -> std::io::Result<()> {
         let Some(reader) = READER.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
             crate::signals::block_on_this_thread();
@@ -186,6 +186,7 @@ impl Link {
                     }
                     Err(e) => {
                         crate::log::log!("the controller hung up ({e})");
+                        gone();
                         break;
                     }
                 }

@@ -169,7 +169,7 @@ fn try_start(
     // pythonnet, a native host calling `exit`), or Mono after an unhandled exception.
     final_snapshot_at_exit();
     sampling::on_notice(send_error);
-    if let Err(e) = session.link.serve(facts, finish) {
+    if let Err(e) = session.link.serve(facts, finish, controller_gone) {
         log!("cannot start the IPC thread: {e}");
     }
     log!("profiling");
@@ -311,6 +311,17 @@ fn finish() {
             None => log!("profiling stopped; this runtime cannot detach the agent, which stays inert"),
         }
     });
+}
+
+/// The controller hung up without a word (killed, crashed). An attached session then finishes
+/// on its own — sampling stops and the agent detaches — rather than sample a process nobody
+/// records any more; a launched one runs on as before (its final snapshot is spilled at exit
+/// for a controller that may still read it).
+fn controller_gone() {
+    if SESSION.get().is_some_and(|s| s.attached) && enabled() {
+        log!("an attached session without its controller: finishing");
+        finish();
+    }
 }
 
 /// Sends the final snapshot at `exit(3)` too: a runtime may end the process without a shutdown
