@@ -141,7 +141,7 @@ fn a_killed_controller_leaves_the_program_unprofiled_and_unharmed() {
     let file = dir.path().join("orphan.sonde");
     let mut args: Vec<OsString> = vec!["record".into(), "--pid".into(), pid.to_string().into()];
     args.extend(["-o".into(), file.into_os_string(), "--force".into()]);
-    let mut controller = Running::spawn(sonde(), &args);
+    let controller = Running::spawn(sonde(), &args);
     wait_until("the agent to sample the program", || threads_and_timers(pid).1 > 0);
     kill_group(controller.pid(), libc::SIGKILL);
     let _ = controller.wait(Duration::from_secs(30));
