@@ -125,10 +125,9 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     let Some(mut profile) = assemble(session, facts) else {
         bail!("process {pid}: the agent's data was inconsistent; nothing written");
     };
-    // A detach that completed is one whose final snapshot arrived.
+    // A detach that completed is one whose final snapshot arrived (`incomplete` is false then:
+    // the profile holds everything up to the detach).
     profile.run.attach = Some(Attach { attached_at_ns, detached_at_ns: detached_at_ns.filter(|_| session.complete) });
-    // Not "incomplete" for having no shutdown: a detached process runs on by design.
-    profile.run.incomplete = !session.complete;
     let path = output.save(&profile, pid, true)?;
     for error in &session.errors {
         crate::say!("sonde: process {pid}: {}", Clean(error));
