@@ -33,6 +33,9 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if let Some(pid) = args.pid {
         return crate::attached::record(pid, &args, v);
     }
+    if args.duration.is_some() {
+        anyhow::bail!("--duration goes with --pid (a program sonde starts runs until it ends)");
+    }
     let agent = launch::locate_agent()?;
     // Before the program runs: a run whose profile cannot be written is a run for nothing.
     let output = output::Output::prepare(&args.output, args.force)?;

@@ -238,6 +238,13 @@ fn what_cannot_be_attached_to_is_refused_in_one_line() {
         assert!(stderr.contains(want), "{stderr:?} does not say {want:?}");
         assert!(!file.exists(), "a profile was written");
     };
+    // --duration without --pid.
+    let out = sonde_cmd(&["record".into(), "--duration".into(), "1".into(), "--".into(), "true".into()]);
+    assert_eq!(out.code(), 2, "{}", out.describe());
+    assert_eq!(
+        out.stderr_str().trim(),
+        "sonde: --duration goes with --pid (a program sonde starts runs until it ends)"
+    );
     // No such process; not .NET at all.
     refused(u32::MAX - 1, &[], "no process with pid");
     let sleeper = Running::spawn("sleep", &["30".into()]);
