@@ -87,6 +87,10 @@ struct Outbox {
     busy_since_progress: Option<Instant>,
     /// The last snapshot was written, or the connection failed: nothing more will be.
     closed: bool,
+    /// A last snapshot was handed to the writer: a periodic one built meanwhile (the controller
+    /// asks every second, also while the process exits) must neither replace it in the outbox
+    /// nor follow it — the controller would take the run for unfinished.
+    last_queued: bool,
 }
 
 struct Outgoing {
@@ -210,7 +214,7 @@ impl Link {
         let mut build = self.build.lock().unwrap_or_else(|e| e.into_inner());
         let (methods_delivered, superseded) = {
             let outbox = self.outbox();
-            if outbox.closed {
+            if outbox.closed || (outbox.last_queued && !last) {
                 return false;
             }
             (outbox.methods_delivered, outbox.superseded)
@@ -244,9 +248,10 @@ impl Link {
         drop(build);
         let bytes = Arc::new(bytes);
         let mut outbox = self.outbox();
-        if outbox.closed {
+        if outbox.closed || (outbox.last_queued && !last) {
             return false;
         }
+        outbox.last_queued |= last;
         if outbox.snapshot.replace(Outgoing { seq, methods_total, last, bytes: bytes.clone() }).is_some() {
             outbox.superseded += 1;
         }
