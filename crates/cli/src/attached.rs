@@ -147,8 +147,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
 
 /// The process exists and has not exited (a zombie its parent has not reaped yet has).
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])))
+    crate::collector::stat_fields(pid).is_some_and(|fields| !fields.starts_with(['Z', 'X']))
 }
 
 fn unix_ns() -> u64 {
@@ -163,13 +162,9 @@ fn copy_private(from: &std::path::Path, to: &std::path::Path) -> std::io::Result
         .write(true)
         .create_new(true)
         .mode(0o700)
-        .custom_flags(libc_o_nofollow())
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(to)?;
     std::io::copy(&mut source, &mut file)?;
     file.set_permissions(std::fs::Permissions::from_mode(0o500))?;
     Ok(())
-}
-
-fn libc_o_nofollow() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }

@@ -211,9 +211,14 @@ fn owner_line() -> String {
 
 /// A process's start time, in clock ticks since boot (`/proc/PID/stat`, field 22).
 fn start_time(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// `/proc/PID/stat` from its third field (the state) on: what follows the command name, which is
+/// in parentheses and may hold anything, spaces and parentheses included.
+pub(crate) fn stat_fields(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The fields after the command name, which is in parentheses and may hold anything.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+    Some(stat.rsplit_once(')')?.1.trim_start().to_string())
 }
 
 /// Removes what recordings that were killed (SIGKILL, a crash) left in `parent`: directories
