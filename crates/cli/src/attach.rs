@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct Target {
     pub pid: u32,
-    /// The pid as the process knows itself (its innermost PID namespace).
-    ns_pid: u32,
+    /// The pid as the process knows itself (its innermost PID namespace): what its socket is
+    /// named after, and what its agent reports.
+    pub ns_pid: u32,
     /// Its filesystem as seen from here (`/proc/PID/root`).
     root: PathBuf,
     /// Its temporary directory, as it sees it.

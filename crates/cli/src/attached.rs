@@ -108,7 +108,8 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     let sessions = collector.finish(if ended { Duration::from_millis(500) } else { FINISH_PATIENCE });
     let detached_at_ns = (!ended).then(unix_ns);
 
-    let Some(session) = sessions.iter().find(|s| s.hello.as_ref().is_some_and(|h| h.pid == pid) && s.latest.is_some())
+    let Some(session) =
+        sessions.iter().find(|s| s.hello.as_ref().is_some_and(|h| h.pid == target.ns_pid) && s.latest.is_some())
     else {
         let reason = match sessions.iter().flat_map(|s| &s.errors).next() {
             Some(e) => format!("the agent failed: {e}"),
