@@ -191,8 +191,20 @@ fn a_launched_program_killed_keeps_all_but_its_last_second() {
 /// this namespace reaches only through /proc/PID/root.
 #[test]
 fn attach_into_a_private_mount_namespace() {
+    attach_into_namespaces(&["--mount", "--propagation", "private"]);
+}
+
+/// The same in a PID namespace too, as a container has: the program is pid 1 there and names its
+/// diagnostics socket after that pid; its agent sees the controller as pid 0 (outside its
+/// namespace) and still checks the controller's uid.
+#[test]
+fn attach_into_a_private_pid_and_mount_namespace() {
+    attach_into_namespaces(&["--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private"]);
+}
+
+fn attach_into_namespaces(unshare_args: &[&str]) {
     if !rustix::process::geteuid().is_root() {
-        panic!("this test makes a mount namespace and needs root (as CI runs it)");
+        panic!("this test makes namespaces and needs root (as CI runs it)");
     }
     let dir = scratch();
     let stop = dir.path().join("stop");
@@ -203,18 +215,22 @@ fn attach_into_a_private_mount_namespace() {
         stop.display()
     );
     let unshare = PathBuf::from("/usr/bin/unshare");
-    let args: Vec<OsString> =
-        ["--mount", "--propagation", "private", "--", "sh", "-c", &script].map(OsString::from).to_vec();
+    let mut args: Vec<OsString> = unshare_args.iter().map(OsString::from).collect();
+    args.extend(["--", "sh", "-c", &script].map(OsString::from));
     let mut service = Running::spawn(&unshare, &args);
     service.wait_for_line("ready", Duration::from_secs(60));
-    // `unshare` execs sh, which execs dotnet: the same process.
-    let pid = service.pid();
+    // `unshare` execs sh, which execs dotnet: the same process — or, with `--fork`, its child.
+    let pid = if unshare_args.contains(&"--fork") { child_of(service.pid()) } else { service.pid() };
     let own_tmp = std::fs::read_dir(format!("/proc/{pid}/root/tmp")).unwrap().flatten().count();
     assert!(
         !std::fs::read_dir("/tmp")
             .unwrap()
             .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with(&format!("dotnet-diagnostic-{pid}-"))),
+            .any(|e| e.file_name().to_string_lossy().starts_with("dotnet-diagnostic-")
+                && std::fs::read_dir(format!("/proc/{pid}/root/tmp"))
+                    .unwrap()
+                    .flatten()
+                    .any(|own| own.file_name() == e.file_name())),
         "the process's diagnostics socket is visible in this namespace's /tmp: not a private /tmp"
     );
     assert!(own_tmp >= 1, "nothing in the process's own /tmp");

@@ -93,8 +93,12 @@ pub fn check_socket(socket: &Path) -> Result<(), TrustError> {
 }
 
 /// The uid of the process at the other end of a connected Unix socket, from the kernel.
+///
+/// Only the uid is read: the pid is 0 when the peer is outside this process's PID namespace (an
+/// agent in a container whose controller runs on the host), which some wrappers cannot represent.
 pub fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
-    Ok(rustix::net::sockopt::socket_peercred(stream)?.uid.as_raw())
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    Ok(getsockopt(stream, PeerCredentials).map_err(std::io::Error::from)?.uid())
 }
 
 /// The process at the other end of `stream` runs as the user (or root).
