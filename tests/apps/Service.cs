@@ -4,7 +4,8 @@
 //   Service.exe STOPFILE
 //
 // A worker thread (named "spinner") burns CPU in Service.Spin until the file STOPFILE exists;
-// the main thread polls for it. Prints "ready" once the worker runs, then, at the end, a result
+// the main thread polls for it. Another thread ("parked") waits in Service.Park for the end,
+// blocked on a monitor all along (what `sonde dump` must show). Prints "ready" once the worker runs, then, at the end, a result
 // that does not depend on timing, and exits with 7. So a profiler that changed the program's
 // behaviour shows in its output or exit code.
 using System;
@@ -16,6 +17,7 @@ static class Service
 {
     static volatile bool stop;
     static long sink;
+    static readonly object gate = new object();
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     static long Spin(long seed)
@@ -34,6 +36,16 @@ static class Service
         sink = acc;
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Park()
+    {
+        lock (gate)
+        {
+            while (!stop)
+                Monitor.Wait(gate);
+        }
+    }
+
     // The same every run: what the program prints must not depend on how long it ran.
     [MethodImpl(MethodImplOptions.NoInlining)]
     static long Result()
@@ -48,12 +60,17 @@ static class Service
     {
         var worker = new Thread(Work) { Name = "spinner" };
         worker.Start();
+        var parked = new Thread(Park) { Name = "parked" };
+        parked.Start();
         Console.WriteLine("ready");
         Console.Out.Flush();
         while (!File.Exists(args[0]))
             Thread.Sleep(20);
         stop = true;
+        lock (gate)
+            Monitor.PulseAll(gate);
         worker.Join();
+        parked.Join();
         Console.WriteLine("done " + Result());
         return 7;
     }

@@ -1,7 +1,7 @@
 //! `sonde record --pid PID`: attach to a running process, sample it until Ctrl-C, `--duration`
 //! or its end, then detach and leave it running.
 //!
-//! The steps: check the target ([`Target::inspect`]), open the session directory and the socket
+//! The steps: check the target (`sonde_client::attach::Target::inspect`), open the session directory and the socket
 //! in the target's own temporary directory, copy the agent there (a fresh path per attach: the
 //! runtime keeps each agent it loaded mapped after a detach, and a new path gives the next
 //! attach fresh state — see the agent's `process::stay_loaded`), send the runtime
@@ -13,14 +13,14 @@
 //! The target's exit status is not ours to see (it is not our child): a profile of a target that
 //! ended while attached says it ended, without a code.
 
-use crate::assemble::{RunFacts, assemble};
-use crate::attach::Target;
-use crate::cli::{ModeArg, RecordArgs};
-use crate::collector::Collector;
+use crate::cli::RecordArgs;
+use crate::control;
 use crate::output;
 use crate::record::{ExitWaiter, Verbosity, agent_config};
 use crate::summary;
 use anyhow::{Context, Result, bail};
+use sonde_client::assemble::{RunFacts, assemble};
+use sonde_client::{Options, Recording};
 use sonde_profile::Attach;
 use sonde_render::fmt::Clean;
 use std::sync::Arc;
@@ -33,24 +33,7 @@ const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
-    if args.mode == ModeArg::Tracing {
-        bail!(
-            "tracing cannot attach to a running process (its hooks are set up when the runtime starts): sample it (`--mode sampling`, the default), or start the program under sonde (`sonde record --mode tracing -- COMMAND`)"
-        );
-    }
-    let target = Target::inspect(pid)?;
-    let socket = target.diagnostics_socket()?;
-    let agent = crate::launch::locate_agent()?;
     let output = output::Output::prepare(&args.output, args.force)?;
-    let collector = Collector::start_in(Some(&target.host_path(&target.tmp)), v.verbose > 1)
-        .with_context(|| format!("cannot open the agent socket in the temporary directory of process {pid}"))?;
-    // The paths as the target sees them (the same ones unless it is in another mount namespace).
-    let name = collector.dir().file_name().context("the session directory has no name")?.to_owned();
-    let inside = target.tmp.join(name);
-    let copy = collector.dir().join(crate::launch::AGENT_LIBRARY);
-    copy_private(&agent, &copy).with_context(|| format!("cannot copy the agent to {}", copy.display()))?;
-    let config = agent_config(args, inside.join("agent.sock"));
-
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -60,17 +43,18 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     ] {
         signal_hook::flag::register(signal, stop.clone()).context("cannot install a signal handler")?;
     }
-    let mut waiter = ExitWaiter::new(pid);
-
-    let asked = Instant::now();
-    target.attach(&socket, &inside.join(crate::launch::AGENT_LIBRARY), &config.to_client_data())?;
-    let attach_latency = asked.elapsed();
-    if collector.connected() == 0 {
-        bail!("the runtime of process {pid} loaded the agent, but it did not connect (see --agent-log)");
-    }
+    let (wake_rx, wake_tx) = match std::os::unix::net::UnixStream::pair() {
+        Ok((rx, tx)) => (Some(rx), Some(tx)),
+        Err(_) => (None, None),
+    };
+    let mut waiter = ExitWaiter::new(pid).with_wake(wake_rx);
+    let options =
+        Options { config: agent_config(args, Default::default()), program_output: true, verbose: v.verbose > 1 };
+    let (recording, attach_latency) = Recording::attach(pid, &options)?;
+    let ns_pid = recording.ns_pid();
     let attached_at_ns = unix_ns();
     if !v.quiet {
-        let command = target.command.join(" ");
+        let command = recording.command().join(" ");
         crate::say!(
             "sonde: attached to process {pid} ({}) in {} ms; sampling at {} Hz{}",
             Clean(&command),
@@ -83,6 +67,17 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
         );
     }
 
+    let served = Arc::new(std::sync::OnceLock::new());
+    let _ = served.set(control::Served {
+        agents: recording.agents(),
+        pid,
+        ns_pid,
+        command: recording.command().to_vec(),
+        mode: sonde_profile::Mode::Sampling,
+        attached: true,
+        output: std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone()),
+    });
+    let control = control::serve(served, stop.clone(), wake_tx, v);
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut last_snapshot = Instant::now();
     let ended = loop {
@@ -93,7 +88,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
             break false;
         }
         if last_snapshot.elapsed() >= SNAPSHOT_PERIOD {
-            collector.request_snapshots();
+            recording.agents().request_snapshots();
             last_snapshot = Instant::now();
         }
         let mut wait = SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed());
@@ -102,14 +97,13 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
         }
         waiter.wait(wait);
     };
-    if !ended {
-        collector.finish_agents();
-    }
-    let sessions = collector.finish(if ended { Duration::from_millis(500) } else { FINISH_PATIENCE });
+    drop(control);
+    let sessions =
+        if ended { recording.collect(Duration::from_millis(500)) } else { recording.finish_sessions(FINISH_PATIENCE) };
     let detached_at_ns = (!ended).then(unix_ns);
 
     let Some(session) =
-        sessions.iter().find(|s| s.hello.as_ref().is_some_and(|h| h.pid == target.ns_pid) && s.latest.is_some())
+        sessions.iter().find(|s| s.hello.as_ref().is_some_and(|h| h.pid == ns_pid) && s.latest.is_some())
     else {
         let reason = match sessions.iter().flat_map(|s| &s.errors).next() {
             Some(e) => format!("the agent failed: {e}"),
@@ -148,24 +142,9 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
 
 /// The process exists and has not exited (a zombie its parent has not reaped yet has).
 fn alive(pid: u32) -> bool {
-    crate::collector::stat_fields(pid).is_some_and(|fields| !fields.starts_with(['Z', 'X']))
+    sonde_client::collector::stat_fields(pid).is_some_and(|fields| !fields.starts_with(['Z', 'X']))
 }
 
 fn unix_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// Copies the agent to `to`, readable and executable by the user alone.
-fn copy_private(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut source = std::fs::File::open(from)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o700)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(to)?;
-    std::io::copy(&mut source, &mut file)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o500))?;
-    Ok(())
 }

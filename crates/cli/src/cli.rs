@@ -22,6 +22,76 @@ pub enum Command {
     Record(RecordArgs),
     /// Render a recorded profile.
     Report(ReportArgs),
+    /// Watch a .NET program live: hot methods, refreshed every second (attach with --pid, or
+    /// start one after --).
+    Top(TopArgs),
+    /// Print the current managed stack of every thread of a running .NET process, then detach.
+    Dump(DumpArgs),
+    /// List the running recordings (`sonde record` sessions).
+    Sessions,
+    /// Write a snapshot of a running recording to a file, now.
+    Snapshot(SnapshotArgs),
+    /// Stop a running recording: its profile is written, the program runs on unprofiled.
+    Stop(ControlArgs),
+    /// Pause collection in a running recording (sampling).
+    Pause(ControlArgs),
+    /// Resume collection in a paused recording.
+    Resume(ControlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ControlArgs {
+    /// The session (as `sonde sessions` lists them); may be left out when one session runs.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The profile file to write.
+    #[arg(long, value_name = "FILE")]
+    pub to: PathBuf,
+    /// The session (as `sonde sessions` lists them); may be left out when one session runs.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<u32>,
+    /// Overwrite the file even when it is not a Sonde profile.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The running .NET (CoreCLR) process.
+    #[arg(long, value_name = "PID")]
+    pub pid: u32,
+    /// Print the `sonde.dump/1` JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Attach to this running .NET (CoreCLR) process (detached again on quit).
+    #[arg(long, value_name = "PID", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// Samples per second per thread.
+    #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
+    pub rate: u64,
+    /// The clock that drives the sampler.
+    #[arg(long, value_enum, default_value_t = ClockArg::Cpu)]
+    pub clock: ClockArg,
+    /// Seconds between refreshes.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_duration)]
+    pub refresh: std::time::Duration,
+    /// Write the profile to this file on quit (nothing is written without it).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the output file even when it is not a Sonde profile.
+    #[arg(long)]
+    pub force: bool,
+    /// The program to run, and its arguments (its output is discarded: the screen is the view's).
+    #[arg(last = true, required_unless_present = "pid", value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

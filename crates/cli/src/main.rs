@@ -3,19 +3,19 @@
 //! Only this file exits the process; everything else returns errors, printed here on one line.
 #![forbid(unsafe_code)]
 
-mod assemble;
-mod attach;
 mod attached;
 mod cli;
-mod collector;
-mod launch;
+mod control;
+mod dump;
 mod output;
 mod record;
 mod report;
 mod summary;
+mod top;
 
 use clap::Parser;
 use cli::{Cli, Command};
+use sonde_protocol::control::ControlCommand;
 
 /// `eprintln!` that never panics: stderr may be a terminal that was closed (SIGHUP) or a pipe
 /// nobody reads any more, and a profile must still be written after that.
@@ -33,6 +33,13 @@ fn main() {
     let result = match cli.command {
         Command::Record(args) => record::record(args, &verbosity),
         Command::Report(args) => report::report(args).map(|()| 0),
+        Command::Top(args) => top::top(args),
+        Command::Dump(args) => dump::dump(args),
+        Command::Sessions => control::sessions(),
+        Command::Snapshot(args) => control::take_snapshot(args),
+        Command::Stop(args) => control::command(args, ControlCommand::Stop),
+        Command::Pause(args) => control::command(args, ControlCommand::Pause),
+        Command::Resume(args) => control::command(args, ControlCommand::Resume),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,12 +1,13 @@
 //! `sonde record`: launch the program with the agent attached, collect, write, summarise.
 
-use crate::assemble::{RunFacts, assemble};
 use crate::cli::{ClockArg, ModeArg, RecordArgs, TimingArg};
-use crate::collector::{Collector, Session};
-use crate::launch;
+use crate::control;
 use crate::output;
 use crate::summary;
 use anyhow::{Context, Result};
+use sonde_client::assemble::{RunFacts, assemble};
+use sonde_client::collector::{Collector, Session};
+use sonde_client::launch;
 use sonde_profile::{Mode, SampleClock, Timing};
 use sonde_protocol::{AgentConfig, MethodFilter};
 use sonde_render::fmt::Clean;
@@ -60,16 +61,37 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hung_up.clone())
         .context("cannot install a signal handler")?;
 
+    // The control socket, named before the program runs (its first line of output would race
+    // ours), answering once the program is there.
+    let served = Arc::new(std::sync::OnceLock::new());
+    let stopped = Arc::new(AtomicBool::new(false));
+    let (wake_rx, wake_tx) = match std::os::unix::net::UnixStream::pair() {
+        Ok((rx, tx)) => (Some(rx), Some(tx)),
+        Err(_) => (None, None),
+    };
+    let control = control::serve(served.clone(), stopped.clone(), wake_tx, v);
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::anyhow!("cannot run `{}`: command not found", args.command[0]),
         _ => anyhow::anyhow!("cannot run `{}`: {e}", args.command[0]),
     })?;
     let child_pid = child.id();
-    let mut waiter = ExitWaiter::new(child_pid);
+    let mut waiter = ExitWaiter::new(child_pid).with_wake(wake_rx);
+    let _ = served.set(control::Served {
+        agents: collector.agents(),
+        pid: child_pid,
+        ns_pid: child_pid,
+        command: args.command.clone(),
+        mode: config.mode,
+        attached: false,
+        output: std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone()),
+    });
     let mut last_snapshot = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().context("cannot wait for the program")? {
-            break status;
+            break Some(status);
+        }
+        if stopped.load(Ordering::Relaxed) {
+            break None;
         }
         if interrupted.swap(false, Ordering::Relaxed) {
             collector.request_snapshots();
@@ -86,8 +108,26 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
         }
         waiter.wait(SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed()));
     };
+    drop(control);
     let connected = collector.connected();
+    if status.is_none() {
+        // `sonde stop`: the agents finish; the program runs on and is still waited for below.
+        collector.finish_agents();
+    }
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
+    let Some(status) = status else {
+        // Stopped from outside: the profiles now, then the program's own end, as ours.
+        let unknown = End { code: None, signal: None };
+        let written = write_profiles(&sessions, &args, &output, child_pid, unknown, v)?;
+        if !v.quiet {
+            crate::say!("sonde: recording stopped; process {child_pid} runs on, unprofiled");
+            for (path, profile) in &written {
+                summary::print(profile, path);
+            }
+        }
+        let status = child.wait().context("cannot wait for the program")?;
+        return Ok(End { code: status.code(), signal: status.signal() }.exit_code());
+    };
     let end = real_end(status, &sessions, child_pid);
     let exit = end.exit_code();
 
@@ -148,6 +188,8 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
 pub(crate) struct ExitWaiter {
     pidfd: Option<rustix::fd::OwnedFd>,
     wake: Option<std::os::unix::net::UnixStream>,
+    /// Another socket whose data wakes [`ExitWaiter::wait`] (`sonde stop`, see [`ExitWaiter::with_wake`]).
+    extra: Option<std::os::unix::net::UnixStream>,
 }
 
 impl ExitWaiter {
@@ -167,7 +209,13 @@ impl ExitWaiter {
             }
             Some(rx)
         });
-        ExitWaiter { pidfd, wake }
+        ExitWaiter { pidfd, wake, extra: None }
+    }
+
+    /// Also wakes when `socket` (the receiving end of a pair) has data.
+    pub(crate) fn with_wake(mut self, socket: Option<std::os::unix::net::UnixStream>) -> ExitWaiter {
+        self.extra = socket.filter(|s| s.set_nonblocking(true).is_ok());
+        self
     }
 
     pub(crate) fn wait(&mut self, timeout: Duration) {
@@ -178,11 +226,16 @@ impl ExitWaiter {
             return;
         };
         let timeout = Timespec::try_from(timeout.max(Duration::from_millis(1))).ok();
-        let mut fds = [PollFd::new(pidfd, PollFlags::IN), PollFd::from_borrowed_fd(wake.as_fd(), PollFlags::IN)];
+        let mut fds = vec![PollFd::new(pidfd, PollFlags::IN), PollFd::from_borrowed_fd(wake.as_fd(), PollFlags::IN)];
+        if let Some(extra) = &self.extra {
+            fds.push(PollFd::from_borrowed_fd(extra.as_fd(), PollFlags::IN));
+        }
         // EINTR (a signal) is a wake-up like any other.
         let _ = poll(&mut fds, timeout.as_ref());
         let mut buf = [0u8; 64];
-        while matches!(std::io::Read::read(&mut &*wake, &mut buf), Ok(n) if n > 0) {}
+        for socket in std::iter::once(wake).chain(&self.extra) {
+            while matches!(std::io::Read::read(&mut &*socket, &mut buf), Ok(n) if n > 0) {}
+        }
     }
 }
 

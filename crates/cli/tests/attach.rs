@@ -223,14 +223,14 @@ fn attach_into_namespaces(unshare_args: &[&str]) {
     let pid = if unshare_args.contains(&"--fork") { child_of(service.pid()) } else { service.pid() };
     let own_tmp = std::fs::read_dir(format!("/proc/{pid}/root/tmp")).unwrap().flatten().count();
     assert!(
-        !std::fs::read_dir("/tmp")
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with("dotnet-diagnostic-")
-                && std::fs::read_dir(format!("/proc/{pid}/root/tmp"))
-                    .unwrap()
-                    .flatten()
-                    .any(|own| own.file_name() == e.file_name())),
+        !std::fs::read_dir("/tmp").unwrap().flatten().any(|e| e
+            .file_name()
+            .to_string_lossy()
+            .starts_with("dotnet-diagnostic-")
+            && std::fs::read_dir(format!("/proc/{pid}/root/tmp"))
+                .unwrap()
+                .flatten()
+                .any(|own| own.file_name() == e.file_name())),
         "the process's diagnostics socket is visible in this namespace's /tmp: not a private /tmp"
     );
     assert!(own_tmp >= 1, "nothing in the process's own /tmp");

@@ -398,8 +398,9 @@ fn assert_sonde_error(out: &Output, program_stderr: &[u8], needle: &str) {
     let stderr = out.stderr_str();
     assert!(!stderr.contains("panicked"), "sonde panicked:\n{}", out.describe());
     assert_ne!(out.code(), 0, "expected a failure:\n{}", out.describe());
-    assert!(out.stderr.starts_with(program_stderr), "the program's stderr did not pass through:\n{}", out.describe());
-    let rest = String::from_utf8_lossy(&out.stderr[program_stderr.len()..]).into_owned();
+    let stderr = after_session_line(&out.stderr);
+    assert!(stderr.starts_with(program_stderr), "the program's stderr did not pass through:\n{}", out.describe());
+    let rest = String::from_utf8_lossy(&stderr[program_stderr.len()..]).into_owned();
     let lines: Vec<&str> = rest.lines().collect();
     assert_eq!(lines.len(), 1, "expected exactly one line from sonde:\n{}", out.describe());
     assert!(lines[0].starts_with("sonde: "), "the error line does not start with `sonde: `: {:?}", lines[0]);

@@ -91,6 +91,7 @@ mod tests {
                     self_samples: 0,
                     sampled_self_ns: 0,
                 }],
+                last_sample: Some(0),
             }],
             lost: 0,
             samples_taken: 0,

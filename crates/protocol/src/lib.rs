@@ -9,10 +9,12 @@
 //! * [`filter`] — which methods get enter/leave hooks.
 //! * [`message`] — the messages and the version handshake.
 //! * [`frame`] — length-prefixed framing over any `Read`/`Write`.
+//! * [`control`] — the control socket of a running recording (`sonde snapshot` and friends).
 //! * [`trust`] — the ownership and permission checks both ends make before trusting a path or a peer.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod control;
 pub mod filter;
 pub mod frame;
 pub mod message;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sonde_profile::{LostSamples, Mode, Runtime, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -50,6 +50,11 @@ pub enum ControllerMessage {
     /// leave the process as it was — an attached CoreCLR agent asks the runtime to detach it.
     /// The process runs on.
     Finish,
+    /// Stop adding samples to the call trees until [`ControllerMessage::Resume`] (sampling mode;
+    /// the timers keep running, the handler returns at once). A tracing agent ignores it: its
+    /// enter/leave pairs must stay balanced.
+    Pause,
+    Resume,
 }
 
 /// A method the agent traced or saw, identified by the agent's dense method id.
@@ -85,6 +90,9 @@ pub struct ThreadSnapshot {
     pub cpu_user_ns: u64,
     pub cpu_kernel_ns: u64,
     pub nodes: Vec<NodeRecord>,
+    /// Sampling mode: the node (index into `nodes`) of the thread's latest sample — with its
+    /// parents, the stack it was last seen in (`sonde dump`). `None` before its first sample.
+    pub last_sample: Option<u32>,
 }
 
 /// The hooks' own cost, measured by the agent at start-up (see `docs/ARCHITECTURE.md`).

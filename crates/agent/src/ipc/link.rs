@@ -180,6 +180,8 @@ impl Link {
                             break;
                         }
                     }
+                    Ok(ControllerMessage::Pause) => crate::sampling::set_paused(true),
+                    Ok(ControllerMessage::Resume) => crate::sampling::set_paused(false),
                     Ok(ControllerMessage::Finish) => {
                         finish();
                         break;

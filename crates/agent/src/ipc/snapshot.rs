@@ -121,6 +121,12 @@ fn thread_snapshot(t: &ThreadState, now: u64, ns_per_tick: f64) -> ThreadSnapsho
         wall_ns: t.wall_ns(now, ns_per_tick),
         cpu_user_ns: cpu.user_ns,
         cpu_kernel_ns: cpu.kernel_ns,
+        // Node `n` is record `n - 1`; the stored value is `n + 1`. None for the ended aggregate.
+        last_sample: match t.last_sample.load(Relaxed) {
+            0 | 1 => None,
+            stored if t.merged_threads() == 0 && stored - 2 < nodes.len() as u32 => Some(stored - 2),
+            _ => None,
+        },
         nodes,
     }
 }

@@ -48,6 +48,10 @@ pub fn interval() -> Duration {
 /// Set by `sampling::stop`: the sampler and drain threads end.
 pub(super) static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Set while the controller paused collection (`ControllerMessage::Pause`): the handlers return
+/// at once, taking no sample. Async-signal-safe to read.
+pub(super) static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// The counters behind [`Losses`] that are not per thread, and samples taken.
 pub(super) struct Counters {
     pub unknown_thread: AtomicU64,

@@ -117,11 +117,13 @@ pub fn drain() {
         });
         if let Some(leaf) = last_leaf {
             let idle = slot.idle_periods.swap(0, AcqRel);
-            if idle > 0 {
+            // Paused: time blocked meanwhile is not collected either.
+            if idle > 0 && !super::common::PAUSED.load(Relaxed) {
                 COUNTERS.taken.fetch_add(idle, Relaxed);
                 tree.add_samples(leaf, idle, idle * interval_ns);
             }
             slot.last_leaf.store(leaf + 1, Relaxed);
+            thread.last_sample.store(leaf + 1, Relaxed);
         }
     }
     if slots::release_final() > 0 {

@@ -63,6 +63,9 @@ pub fn start_external(interval: Duration, clock: Clock, resolver: Box<dyn FrameR
 pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64) {
     let Some(config) = CONFIG.get() else { return };
     let Sampler::External(clock) = config.sampler else { return };
+    if super::common::PAUSED.load(Relaxed) {
+        return;
+    }
     let Some((index, slot)) = slots::current_slot() else {
         if slots::current_waiting() {
             COUNTERS.too_many_threads.fetch_add(1, Relaxed);

@@ -77,6 +77,12 @@ pub fn totals() -> (u64, Losses) {
     (c.taken.load(Relaxed), losses)
 }
 
+/// Pauses (`true`) or resumes collection: while paused, a sample interrupts its thread only for
+/// the handler to return (the timers keep their rhythm; nothing is walked or recorded).
+pub fn set_paused(paused: bool) {
+    common::PAUSED.store(paused, Relaxed);
+}
+
 /// Stops sampling for good, leaving the process as it was before sampling started (a detach:
 /// the runtime is about to release the agent): Sonde's sampler thread, per-thread timers and
 /// signal actions (see `signal::stop`), and the drain thread. What was sampled stays in the

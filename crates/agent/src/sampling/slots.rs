@@ -33,6 +33,9 @@ const INDEX_BITS: u32 = 16;
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 const GENERATION_MASK: u32 = 0xffff;
 
+/// [`Slot::first_signals`] once the first full sample was asked for.
+pub(super) const FIRST_DONE: u8 = u8::MAX;
+
 const FREE: u8 = 0;
 const CLAIMED: u8 = 1;
 const LIVE: u8 = 2;
@@ -50,6 +53,10 @@ pub(super) struct Slot {
     pub idle_periods: AtomicU64,
     /// Drain-thread bookkeeping: the call-tree node of the thread's last sample (+1; 0: none).
     pub last_leaf: AtomicU32,
+    /// Wall clock: signals the sampler sent the thread whatever its state, so that a thread
+    /// blocked since before it was registered (an attach, `sonde dump`) has a stack to charge its
+    /// time to (see the sampler); [`FIRST_DONE`] once one was sent with the stack's limits known.
+    pub first_signals: AtomicU8,
     /// Moves on each time the slot is freed (see [`token`]).
     pub generation: AtomicU32,
     /// FREE, CLAIMED, LIVE, ENDED or FINAL (see the module docs).
@@ -66,6 +73,7 @@ const EMPTY_SLOT: Slot = Slot {
     active: AtomicBool::new(false),
     idle_periods: AtomicU64::new(0),
     last_leaf: AtomicU32::new(0),
+    first_signals: AtomicU8::new(0),
     generation: AtomicU32::new(0),
     phase: AtomicU8::new(FREE),
     thread: AtomicPtr::new(std::ptr::null_mut()),
@@ -151,6 +159,7 @@ pub(super) fn claim(tid: u32) -> Option<(usize, bool)> {
     }
     slot.idle_periods.store(0, Relaxed);
     slot.last_leaf.store(0, Relaxed);
+    slot.first_signals.store(0, Relaxed);
     slot.tid.store(tid, Release);
     slot.phase.store(CLAIMED, Release);
     if index == USED.load(Relaxed) {

@@ -38,6 +38,9 @@ pub struct ThreadState {
     /// Sampling mode: sampler slots bound to this state (the drain writes their samples into the
     /// tree).
     pub sampled: AtomicU32,
+    /// Sampling mode: the tree node of the thread's latest sample, + 1 (0: none yet). Written by
+    /// the drain; read by snapshots (`sonde dump` prints the stack it stands for).
+    pub last_sample: AtomicU32,
     /// The thread's start time (field 22 of its `/proc` stat: clock ticks since boot; 0 when
     /// unknown). With `os_tid`, it tells the thread from a later one that reuses its id.
     start_time: u64,
@@ -320,6 +323,7 @@ impl ThreadState {
             final_cpu: Mutex::new(None),
             name: Mutex::new(None),
             sampled: AtomicU32::new(0),
+            last_sample: AtomicU32::new(0),
             start_time: if os_tid == 0 { 0 } else { start_time(os_tid).unwrap_or(0) },
             merged_threads: AtomicU64::new(0),
             merged_wall_ns: AtomicU64::new(0),

@@ -730,8 +730,22 @@ pub fn exact_additivity_violations(report: &Value) -> Vec<String> {
 
 /// Asserts that `stderr` (sonde's) starts with the program's own stderr, byte for byte, and that
 /// everything after it is sonde's summary: `sonde: ...` lines or the indented top-methods table.
+/// sonde's stderr without its first line when that names the recording's session
+/// (`sonde: session ID ...`, printed before the program starts).
+pub fn after_session_line(stderr: &[u8]) -> &[u8] {
+    if stderr.starts_with(b"sonde: session ") {
+        match stderr.iter().position(|&b| b == b'\n') {
+            Some(end) => &stderr[end + 1..],
+            None => &[],
+        }
+    } else {
+        stderr
+    }
+}
+
 pub fn assert_stderr_passes_through(sonde_stderr: &[u8], program_stderr: &[u8]) {
     let shown = String::from_utf8_lossy(sonde_stderr);
+    let sonde_stderr = after_session_line(sonde_stderr);
     assert!(
         sonde_stderr.starts_with(program_stderr),
         "the program's stderr was not passed through unchanged.\nprogram's own stderr:\n{}\nunder sonde:\n{shown}",

@@ -336,7 +336,21 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 COUNTERS.signal_taken.fetch_add(periods, Relaxed);
                 continue;
             }
-            if !running(tid, cpu, ran >= min_run_ns, looked, &mut stats[index]) {
+            // Wall clock: each thread is signalled once whatever its state, so that one blocked
+            // from before it was registered (an attach, `sonde dump`) has its stack known. Its
+            // stack's limits must be known for a walk: until they are (the first signals tell
+            // the sampler where the stack is), a few more.
+            let first = clock == Clock::Wall && {
+                let sent = slot.first_signals.load(Relaxed);
+                let limits = state.stack_high.load(Acquire) != 0;
+                let next = if limits { slots::FIRST_DONE } else { sent + 1 };
+                let due = sent != slots::FIRST_DONE && (limits || sent < FIRST_SIGNALS_WITHOUT_LIMITS);
+                if due {
+                    slot.first_signals.store(next, Relaxed);
+                }
+                due
+            };
+            if !first && !running(tid, cpu, ran >= min_run_ns, looked, &mut stats[index]) {
                 // Blocked: a signal would interrupt its system call. Its stack is the one it had
                 // when it last ran: charged there (`drain`).
                 slot.idle_periods.fetch_add(periods, AcqRel);
@@ -366,6 +380,9 @@ fn run_sampler(interval: Duration, clock: Clock) {
         step = if looked_at || !TIMERS.load(Relaxed) { interval } else { HOUSEKEEPING.max(interval) };
     }
 }
+
+/// Signals a blocked thread gets while its stack's limits are still unknown (see the sampler).
+const FIRST_SIGNALS_WITHOUT_LIMITS: u8 = 8;
 
 /// The program took the sampling signal: no timer raises it any more (an armed one would fire
 /// once more, into the program's handler).

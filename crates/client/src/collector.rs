@@ -65,12 +65,84 @@ impl Changes {
 }
 
 pub struct Collector {
-    shared: Arc<Mutex<Shared>>,
+    agents: Agents,
     dir: tempfile::TempDir,
     socket: PathBuf,
     accept: Option<JoinHandle<()>>,
-    changes: Arc<Changes>,
     verbose: bool,
+}
+
+/// What the other threads of a recording may do with its agents while the collector runs (the
+/// control socket's thread, a live view): a cheap clone.
+#[derive(Clone)]
+pub struct Agents {
+    shared: Arc<Mutex<Shared>>,
+    changes: Arc<Changes>,
+}
+
+impl Agents {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tell(&self, message: &ControllerMessage) {
+        self.lock().writers.retain_mut(|w| write_frame(w, message).is_ok());
+    }
+
+    pub fn connected(&self) -> usize {
+        self.lock().sessions.len()
+    }
+
+    /// Asks every connected agent for a fresh snapshot (they answer asynchronously).
+    pub fn request_snapshots(&self) {
+        self.tell(&ControllerMessage::RequestSnapshot);
+    }
+
+    /// Asks every connected agent to finish: send its final snapshot and stop profiling, leaving
+    /// its process running (an attached recording's end, `sonde stop`).
+    pub fn finish_agents(&self) {
+        self.tell(&ControllerMessage::Finish);
+    }
+
+    /// Pauses or resumes collection in every connected agent (sampling mode).
+    pub fn pause_agents(&self, paused: bool) {
+        self.tell(&if paused { ControllerMessage::Pause } else { ControllerMessage::Resume });
+    }
+
+    /// Calls `f` with the session of process `pid` (as the process knows itself) that has data.
+    pub fn with_session<R>(&self, pid: u32, f: impl FnOnce(&Session) -> R) -> Option<R> {
+        let sessions: Vec<_> = self.lock().sessions.clone();
+        for session in sessions {
+            let s = session.lock().unwrap_or_else(|e| e.into_inner());
+            if s.hello.as_ref().is_some_and(|h| h.pid == pid) && s.latest.is_some() {
+                return Some(f(&s));
+            }
+        }
+        None
+    }
+
+    /// Asks for fresh snapshots and waits until process `pid` sent one newer than what is here,
+    /// or its session ended, or `timeout`. True when a newer one (or the last one) arrived.
+    pub fn refresh(&self, pid: u32, timeout: Duration) -> bool {
+        let state = || self.with_session(pid, |s| (s.latest.as_ref().map_or(0, |l| l.seq), s.complete || s.closed));
+        let before = state();
+        if before.is_some_and(|(_, done)| done) {
+            return true;
+        }
+        self.request_snapshots();
+        let until = Instant::now() + timeout;
+        loop {
+            let seen = self.changes.seen();
+            let now = state();
+            if now.is_some_and(|(seq, done)| done || before.is_none_or(|(old, _)| seq > old)) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            self.changes.wait(seen, until);
+        }
+    }
 }
 
 impl Collector {
@@ -87,15 +159,17 @@ impl Collector {
         let dir = private_dir(parent)?;
         let socket = dir.path().join("agent.sock");
         let listener = UnixListener::bind(&socket)?;
-        let shared = Arc::new(Mutex::new(Shared { sessions: Vec::new(), writers: Vec::new() }));
-        let changes = Arc::new(Changes::default());
+        let agents = Agents {
+            shared: Arc::new(Mutex::new(Shared { sessions: Vec::new(), writers: Vec::new() })),
+            changes: Arc::new(Changes::default()),
+        };
         let accept = {
-            let (shared, changes) = (shared.clone(), changes.clone());
+            let (shared, changes) = (agents.shared.clone(), agents.changes.clone());
             std::thread::Builder::new()
                 .name("sonde-accept".into())
                 .spawn(move || accept_loop(listener, shared, changes, verbose))?
         };
-        Ok(Collector { shared, dir, socket, accept: Some(accept), changes, verbose })
+        Ok(Collector { agents, dir, socket, accept: Some(accept), verbose })
     }
 
     pub fn socket(&self) -> &Path {
@@ -107,25 +181,27 @@ impl Collector {
         self.dir.path()
     }
 
-    /// Asks every connected agent to finish: send its final snapshot and stop profiling, leaving
-    /// its process running (an attached recording's end).
+    /// A handle on the agents for other threads.
+    pub fn agents(&self) -> Agents {
+        self.agents.clone()
+    }
+
+    /// See [`Agents::finish_agents`].
     pub fn finish_agents(&self) {
-        let mut shared = self.lock();
-        shared.writers.retain_mut(|w| write_frame(w, &ControllerMessage::Finish).is_ok());
+        self.agents.finish_agents();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+        self.agents.lock()
     }
 
     pub fn connected(&self) -> usize {
-        self.lock().sessions.len()
+        self.agents.connected()
     }
 
-    /// Asks every connected agent for a fresh snapshot (they answer asynchronously).
+    /// See [`Agents::request_snapshots`].
     pub fn request_snapshots(&self) {
-        let mut shared = self.lock();
-        shared.writers.retain_mut(|w| write_frame(w, &ControllerMessage::RequestSnapshot).is_ok());
+        self.agents.request_snapshots();
     }
 
     /// Waits until every agent has closed its connection, or `patience` has passed since the last
@@ -134,7 +210,7 @@ impl Collector {
         self.wait_closed(Instant::now() + patience);
         if !self.all_closed() {
             if self.verbose {
-                crate::say!("sonde: some agents are still running; taking their latest data");
+                crate::note!("sonde: some agents are still running; taking their latest data");
             }
             self.request_snapshots();
             self.wait_closed(Instant::now() + Duration::from_millis(500));
@@ -162,11 +238,11 @@ impl Collector {
     /// Sleeps until every session is closed or complete, or `until`.
     fn wait_closed(&self, until: Instant) {
         loop {
-            let seen = self.changes.seen();
+            let seen = self.agents.changes.seen();
             if self.all_closed() || Instant::now() >= until {
                 return;
             }
-            self.changes.wait(seen, until);
+            self.agents.changes.wait(seen, until);
         }
     }
 
@@ -216,7 +292,7 @@ fn start_time(pid: u32) -> Option<u64> {
 
 /// `/proc/PID/stat` from its third field (the state) on: what follows the command name, which is
 /// in parentheses and may hold anything, spaces and parentheses included.
-pub(crate) fn stat_fields(pid: u32) -> Option<String> {
+pub fn stat_fields(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some(stat.rsplit_once(')')?.1.trim_start().to_string())
 }
@@ -250,7 +326,7 @@ fn sweep_stale(parent: &Path) {
 
 /// `$XDG_RUNTIME_DIR` if it is set, absolute, and a private directory of this user's (under
 /// `sudo` it may still name the invoking user's, which is then not ours).
-fn runtime_dir() -> Option<PathBuf> {
+pub(crate) fn runtime_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
     (dir.is_absolute() && trust::check_private_dir(&dir).is_ok()).then_some(dir)
 }
@@ -294,7 +370,7 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, changes: Arc<
         let Ok(stream) = stream else { continue };
         // The directory keeps others out; the kernel's word on the peer is the second lock.
         if let Err(e) = trust::check_peer(&stream) {
-            crate::say!("sonde: refused a connection to the agent socket: {e}");
+            crate::note!("sonde: refused a connection to the agent socket: {e}");
             continue;
         }
         let session = Arc::new(Mutex::new(Session::default()));
@@ -334,7 +410,7 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, changes: &Changes, verbos
     }
     write_frame(&mut writer, &ControllerMessage::Welcome { protocol: PROTOCOL_VERSION }).map_err(|e| e.to_string())?;
     if verbose {
-        crate::say!(
+        crate::note!(
             "sonde: agent connected: pid {} ({} {})",
             hello.pid,
             Clean(&hello.runtime.kind),

@@ -66,7 +66,7 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
         Ok(dir) => Some(dir),
         Err(e) if is_mono(&program[0]) => return Err(e),
         Err(e) => {
-            crate::say!("sonde: Mono programs this command starts will not be profiled: {e:#}");
+            crate::note!("sonde: Mono programs this command starts will not be profiled: {e:#}");
             None
         }
     };

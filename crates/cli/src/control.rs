@@ -1,0 +1,184 @@
+//! The control socket of a running `sonde record` (see `sonde_client::control`), and the
+//! commands that talk to it: `sonde sessions`, `sonde snapshot`, `sonde stop`, `sonde pause`,
+//! `sonde resume`.
+//!
+//! A snapshot is taken as the periodic ones are (the agent sends its cumulative trees) and
+//! written by the recording itself — as the same user, the client's path made absolute by the
+//! client — with the checks of `-o` (a file that is not a profile is not replaced without
+//! `--force`). `stop` ends the recording as Ctrl-C ends an attached one: the agents send their
+//! final snapshot and stop; the profile is written; the program runs on, unprofiled (a program
+//! sonde started is still waited for, and its exit code is still sonde's).
+
+use crate::cli::{ControlArgs, SnapshotArgs};
+use crate::output::Output;
+use crate::record::Verbosity;
+use anyhow::Result;
+use sonde_client::assemble::{RunFacts, assemble};
+use sonde_client::collector::Agents;
+use sonde_client::control::{self, ControlServer};
+use sonde_profile::Mode;
+use sonde_protocol::control::{ControlCommand, ControlReply, SessionStatus};
+use sonde_render::fmt::{Clean, count};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the control socket needs to know about a recording.
+pub struct Served {
+    pub agents: Agents,
+    pub pid: u32,
+    /// The pid the agent reports (its own PID namespace's).
+    pub ns_pid: u32,
+    pub command: Vec<String>,
+    pub mode: Mode,
+    pub attached: bool,
+    pub output: PathBuf,
+}
+
+/// Opens the control socket of this recording and names the session on stderr. `stop` is set
+/// (and `wake` written to) when a client asks the recording to stop. Without a control socket
+/// (the registry cannot be made) the recording goes on with a note.
+///
+/// `served` is filled in once the program runs (the session is named before it starts, so that
+/// the line never lands in the middle of the program's own output); until then requests are
+/// answered with an error.
+pub fn serve(
+    served: Arc<OnceLock<Served>>,
+    stop: Arc<AtomicBool>,
+    wake: Option<UnixStream>,
+    v: &Verbosity,
+) -> Option<ControlServer> {
+    let paused = AtomicBool::new(false);
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let handler = move |command: ControlCommand| {
+        let Some(served) = served.get() else {
+            return ControlReply::Error("the recording is starting; try again".into());
+        };
+        match command {
+            ControlCommand::Status => ControlReply::Status(SessionStatus {
+                id: std::process::id(),
+                pid: served.pid,
+                command: served.command.clone(),
+                mode: served.mode,
+                attached: served.attached,
+                paused: paused.load(Ordering::Relaxed),
+                output: served.output.clone(),
+                started_unix_ms,
+            }),
+            ControlCommand::Snapshot { to, force } => match snapshot(served, &to, force) {
+                Ok(line) => ControlReply::Done(line),
+                Err(e) => ControlReply::Error(crate::chain(&e)),
+            },
+            ControlCommand::Stop => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(mut wake) = wake.as_ref() {
+                    let _ = wake.write_all(b"s");
+                }
+                ControlReply::Done(format!("stopping the recording of process {}", served.pid))
+            }
+            ControlCommand::Pause | ControlCommand::Resume if served.mode != Mode::Sampling => ControlReply::Error(
+                "pause and resume apply to sampling; this session traces (its enter/leave pairs must stay balanced)"
+                    .into(),
+            ),
+            ControlCommand::Pause | ControlCommand::Resume => {
+                let pause = command == ControlCommand::Pause;
+                paused.store(pause, Ordering::Relaxed);
+                served.agents.pause_agents(pause);
+                ControlReply::Done(format!("{} process {}", if pause { "paused" } else { "resumed" }, served.pid))
+            }
+        }
+    };
+    match ControlServer::start(handler) {
+        Ok(server) => {
+            if !v.quiet {
+                crate::say!("sonde: session {} (sonde snapshot|stop|pause|resume --session {0})", server.id);
+            }
+            Some(server)
+        }
+        Err(e) => {
+            crate::say!("sonde: no control socket for this recording: {e}");
+            None
+        }
+    }
+}
+
+/// Takes a snapshot now and writes it to `to`.
+fn snapshot(served: &Served, to: &std::path::Path, force: bool) -> Result<String> {
+    let output = Output::prepare(to, force)?;
+    if !served.agents.refresh(served.ns_pid, Duration::from_secs(5)) {
+        crate::say!("sonde: process {} did not answer in time: the snapshot holds its latest data", served.pid);
+    }
+    let facts = |s: &sonde_client::collector::Session| RunFacts {
+        command: if served.attached {
+            s.hello.as_ref().map(|h| h.command_line.clone()).unwrap_or_default()
+        } else {
+            served.command.clone()
+        },
+        exit_code: None,
+        signal: None,
+    };
+    let profile = served
+        .agents
+        .with_session(served.ns_pid, |s| assemble(s, facts(s)))
+        .flatten()
+        .ok_or_else(|| anyhow::anyhow!("process {} has sent no data yet", served.pid))?;
+    let samples: u64 = profile.nodes.iter().map(|n| n.self_samples).sum();
+    let path = output.save(&profile, served.pid, true)?;
+    Ok(match profile.run.mode {
+        Mode::Sampling => format!("wrote {}: {} samples of process {}", path.display(), count(samples), served.pid),
+        Mode::Tracing => format!("wrote {}: a snapshot of process {}", path.display(), served.pid),
+    })
+}
+
+/// `sonde sessions`.
+pub fn sessions() -> Result<i32> {
+    let sessions = control::sessions()?;
+    if sessions.is_empty() {
+        crate::say!("sonde: no recording session is running");
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{:>8} {:>8}  {:<8} {:<9} {:<7} COMMAND", "SESSION", "PID", "MODE", "HOW", "STATE")?;
+    for s in sessions {
+        writeln!(
+            out,
+            "{:>8} {:>8}  {:<8} {:<9} {:<7} {}",
+            s.id,
+            s.pid,
+            match s.mode {
+                Mode::Sampling => "sampling",
+                Mode::Tracing => "tracing",
+            },
+            if s.attached { "attached" } else { "launched" },
+            if s.paused { "paused" } else { "running" },
+            Clean(&s.command.join(" "))
+        )?;
+    }
+    Ok(0)
+}
+
+/// `sonde snapshot --to FILE [--session ID] [--force]`.
+pub fn take_snapshot(args: SnapshotArgs) -> Result<i32> {
+    let to = std::path::absolute(&args.to)?;
+    send(args.session, ControlCommand::Snapshot { to, force: args.force })
+}
+
+/// `sonde stop|pause|resume [--session ID]`.
+pub fn command(args: ControlArgs, command: ControlCommand) -> Result<i32> {
+    send(args.session, command)
+}
+
+fn send(session: Option<u32>, command: ControlCommand) -> Result<i32> {
+    let id = control::choose(session)?;
+    match control::send(id, command)? {
+        ControlReply::Done(line) => {
+            crate::say!("sonde: {}", Clean(&line));
+            Ok(0)
+        }
+        ControlReply::Error(line) => anyhow::bail!("session {id}: {line}"),
+        ControlReply::Status(_) => anyhow::bail!("session {id} answered with its status"),
+    }
+}

@@ -1,0 +1,3 @@
+pub fn top(_: crate::cli::TopArgs) -> anyhow::Result<i32> {
+    anyhow::bail!("todo")
+}

@@ -1,0 +1,139 @@
+//! The control socket of a running recording, and its clients (`sonde sessions`, `sonde
+//! snapshot`, `sonde stop`, `sonde pause`, `sonde resume`).
+//!
+//! Every recording listens on `<registry>/<id>.sock`, where the id is the recording `sonde`'s own
+//! pid and the registry a private directory of the user's: `$XDG_RUNTIME_DIR/sonde` when there is
+//! one, else `<tmp>/sonde-control-<uid>` — created 0700 whatever the umask, and checked (owner,
+//! mode, not a symlink) by both ends before use, as the agent's session directory is. Each end
+//! also checks the other's uid through `SO_PEERCRED`. A socket whose recording is gone (its pid
+//! no longer runs) is removed by the next `sonde sessions`.
+//!
+//! One request per connection ([`ControlRequest`]), one reply ([`ControlReply`]), framed as the
+//! agent channel is.
+
+use sonde_protocol::control::{CONTROL_VERSION, ControlCommand, ControlReply, ControlRequest, SessionStatus};
+use sonde_protocol::{read_frame, trust, write_frame};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long either end waits for the other's message (a snapshot takes a moment).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The registry directory (created if missing), checked private.
+pub fn registry() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match crate::collector::runtime_dir() {
+        Some(runtime) => runtime.join("sonde"),
+        None => std::env::temp_dir().join(format!("sonde-control-{}", trust::user())),
+    };
+    match std::fs::create_dir(&dir) {
+        Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    trust::check_private_dir(&dir).map_err(std::io::Error::other)?;
+    Ok(dir)
+}
+
+fn socket_path(registry: &Path, id: u32) -> PathBuf {
+    registry.join(format!("{id}.sock"))
+}
+
+/// A recording's control socket; removed when dropped.
+pub struct ControlServer {
+    path: PathBuf,
+    pub id: u32,
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl ControlServer {
+    /// Listens for control requests, answering each with `handler` on a thread of its own (one
+    /// request at a time).
+    pub fn start(handler: impl Fn(ControlCommand) -> ControlReply + Send + 'static) -> std::io::Result<ControlServer> {
+        let id = std::process::id();
+        let path = socket_path(&registry()?, id);
+        // Ours by construction: a socket of an earlier process with our pid, which is gone.
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path)?;
+        std::thread::Builder::new().name("sonde-control".into()).spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                if let Err(e) = trust::check_peer(&stream) {
+                    crate::note!("sonde: refused a connection to the control socket: {e}");
+                    continue;
+                }
+                let _ = stream.set_read_timeout(Some(PATIENCE));
+                let _ = stream.set_write_timeout(Some(PATIENCE));
+                let reply = match read_frame::<ControlRequest>(&mut stream) {
+                    Ok(request) if request.version == CONTROL_VERSION => handler(request.command),
+                    Ok(request) => ControlReply::Error(format!(
+                        "this recording speaks control protocol {CONTROL_VERSION}, the client {}",
+                        request.version
+                    )),
+                    Err(e) => ControlReply::Error(format!("bad request: {e}")),
+                };
+                let _ = write_frame(&mut stream, &reply);
+            }
+        })?;
+        Ok(ControlServer { path, id })
+    }
+}
+
+/// Sends `command` to recording `id` and returns its reply.
+pub fn send(id: u32, command: ControlCommand) -> anyhow::Result<ControlReply> {
+    let path = socket_path(&registry()?, id);
+    trust::check_socket(&path).map_err(|e| match e {
+        trust::TrustError::Inspect { .. } => anyhow::anyhow!("no recording session {id} (see `sonde sessions`)"),
+        e => anyhow::anyhow!("the control socket of session {id} is not trusted: {e}"),
+    })?;
+    let mut stream = UnixStream::connect(&path).map_err(|e| anyhow::anyhow!("session {id} does not answer: {e}"))?;
+    trust::check_peer(&stream)?;
+    stream.set_read_timeout(Some(PATIENCE))?;
+    stream.set_write_timeout(Some(PATIENCE))?;
+    write_frame(&mut stream, &ControlRequest { version: CONTROL_VERSION, command })?;
+    read_frame::<ControlReply>(&mut stream).map_err(|e| anyhow::anyhow!("session {id} did not answer: {e}"))
+}
+
+/// The running sessions, by id; sockets left by recordings that no longer run are removed.
+pub fn sessions() -> anyhow::Result<Vec<SessionStatus>> {
+    let registry = registry()?;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&registry)?.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".sock")).and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{id}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+            continue;
+        }
+        if let Ok(ControlReply::Status(status)) = send(id, ControlCommand::Status) {
+            found.push(status);
+        }
+    }
+    found.sort_by_key(|s| s.id);
+    Ok(found)
+}
+
+/// `id`, or the one running session when `id` is `None`.
+pub fn choose(id: Option<u32>) -> anyhow::Result<u32> {
+    if let Some(id) = id {
+        return Ok(id);
+    }
+    let sessions = sessions()?;
+    match sessions.as_slice() {
+        [one] => Ok(one.id),
+        [] => anyhow::bail!("no recording session is running (start one with `sonde record`)"),
+        many => anyhow::bail!(
+            "{} recording sessions are running ({}): choose one with --session ID",
+            many.len(),
+            many.iter().map(|s| s.id.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
