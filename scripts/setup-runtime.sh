@@ -6,6 +6,7 @@
 #   - a C# compiler: `mcs` from Debian's `mono-mcs` (an SDK's `csc` is not needed).
 #   - the Mono runtime (`mono`, Debian's `mono-runtime`) for the Mono backend's tests, with
 #     `mono-utils` and `libmono-profiler` (Mono's own log profiler, a benchmark peer).
+#   - tmux, the real terminal `sonde top`'s tests drive.
 # On success it writes target/sonde-env.sh, which exports SONDE_DOTNET (the `dotnet` host),
 # SONDE_MCS (the compiler) and SONDE_MONO (the Mono runtime). Tests read those; they fail when
 # they are absent.
@@ -78,6 +79,12 @@ if ! compgen -G '/usr/lib/libmono-profiler-log.so*' >/dev/null && ! compgen -G '
 fi
 say "mono: $mono ($("$mono" --version | head -1 | sed 's/.*version \([^ ]*\).*/\1/'))"
 
+if ! command -v tmux >/dev/null; then
+    say "no tmux found; installing Debian's tmux (the tests of \`sonde top\` run it in one)"
+    apt_install tmux
+fi
+say "tmux: $(command -v tmux)"
+
 # A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
 # the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
 if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then
@@ -94,4 +101,5 @@ export SONDE_DOTNET='$dotnet'
 export SONDE_MCS='$mcs'
 export SONDE_MONO='$mono'
 export SONDE_PYTHON='$root/.venv/bin/python'
+export SONDE_TMUX='$(command -v tmux)'
 EOF

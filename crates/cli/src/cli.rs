@@ -74,6 +74,9 @@ pub struct TopArgs {
     /// Attach to this running .NET (CoreCLR) process (detached again on quit).
     #[arg(long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,
+    /// Sampling, or (for a program top starts) tracing, with a calls column.
+    #[arg(long, value_enum, default_value_t = ModeArg::Sampling)]
+    pub mode: ModeArg,
     /// Samples per second per thread.
     #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
     pub rate: u64,

@@ -63,6 +63,11 @@ pub fn python() -> PathBuf {
     tool("SONDE_PYTHON")
 }
 
+/// tmux, the real terminal `sonde top` is tested in (`$SONDE_TMUX`).
+pub fn tmux() -> PathBuf {
+    tool("SONDE_TMUX")
+}
+
 /// A file of the repository (`tests/apps/host.py`, …).
 pub fn repo_file(relative: &str) -> PathBuf {
     repo_root().join(relative)

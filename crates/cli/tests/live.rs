@@ -1,0 +1,250 @@
+//! Live profiling on the real .NET 8 runtime: `sonde dump` (the stacks of a running program's
+//! threads, a blocked one included), `sonde top` in a real terminal (tmux), and the control
+//! socket of a running `sonde record` (`sonde sessions`, `snapshot`, `pause`, `resume`, `stop`).
+//! The program is `tests/apps/Service.cs`: a "spinner" thread burns CPU in `Service.Spin`, a
+//! "parked" thread waits on a monitor in `Service.Park`, the main thread sleeps in a loop in
+//! `Service.Main` until a stop file appears; it then prints a fixed result and exits with 7. Like
+//! every integration test, these FAIL (never skip) without `SONDE_DOTNET`, `SONDE_MCS` and
+//! `SONDE_TMUX`.
+
+mod support;
+
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Duration;
+use support::*;
+
+const SERVICE_OUTPUT: &str = "ready\ndone 1416422021842693365\n";
+const SERVICE_EXIT: i32 = 7;
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("sonde-live-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn start_service(stop: &Path) -> Running {
+    let mut service = Running::spawn(dotnet(), &[app("Service").into(), stop.into()]);
+    service.wait_for_line("ready", Duration::from_secs(60));
+    service
+}
+
+fn stop_service(service: Running, stop: &Path) {
+    std::fs::write(stop, b"").unwrap();
+    let out = service.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
+    assert_eq!(out.stdout_str(), SERVICE_OUTPUT, "{}", out.describe());
+}
+
+fn sonde_os(args: &[&str]) -> Output {
+    sonde_cmd(&args.iter().map(OsString::from).collect::<Vec<_>>())
+}
+
+/// The agent's threads are gone from `pid` (it detached).
+fn assert_detached(pid: u32) {
+    wait_until("the agent's threads to end after the detach", || {
+        !std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with("sonde")))
+    });
+}
+
+/// The frames (method names, innermost first) of the thread named `name` in a dump.
+fn frames_of<'a>(dump: &'a Value, name: &str) -> Vec<&'a str> {
+    let thread = arr(dump, "threads")
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no thread {name:?} in the dump: {dump:#}"));
+    assert!(thread["os_tid"].as_u64().is_some_and(|t| t > 0), "{thread}");
+    arr(thread, "frames").iter().map(|f| str_of(f, "method")).collect()
+}
+
+/// `callee` directly below `caller` (innermost first: callee, then caller).
+fn calls(frames: &[&str], caller: &str, callee: &str) -> bool {
+    frames.windows(2).any(|w| w[0] == callee && w[1] == caller)
+}
+
+#[test]
+fn dump_shows_every_thread_where_it_is_blocked_included_then_detaches() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&stop);
+    let pid = service.pid();
+
+    let out = sonde_os(&["dump", "--pid", &pid.to_string(), "--json"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let dump: Value = serde_json::from_str(&out.stdout_str()).unwrap_or_else(|e| panic!("{e}: {}", out.describe()));
+    assert_eq!(dump["pid"], pid);
+    assert_eq!(dump["runtime"]["kind"], "coreclr");
+    assert!(str_of(&dump["runtime"], "version").starts_with("8."), "{dump:#}");
+    // Blocked on a monitor since it started (before the attach): its stack was still taken.
+    let parked = frames_of(&dump, "parked");
+    assert!(calls(&parked, "Service.Park", "System.Threading.Monitor.Wait"), "parked: {parked:?}");
+    // Running: somewhere in its loop.
+    let spinner = frames_of(&dump, "spinner");
+    assert!(spinner.contains(&"Service.Work"), "spinner: {spinner:?}");
+    for frame in arr(&dump, "threads").iter().flat_map(|t| arr(t, "frames")) {
+        assert!(frame["module"].is_string(), "{frame}");
+    }
+    assert_detached(pid);
+
+    // The text form: one block per thread, innermost frame first.
+    let out = sonde_os(&["dump", "--pid", &pid.to_string()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let text = out.stdout_str();
+    assert!(text.starts_with(&format!("Process {pid} (coreclr 8.")), "{text}");
+    let parked_block = text.split("\nThread ").find(|b| b.contains("\"parked\"")).expect("a parked thread block");
+    let wait = parked_block.find("System.Threading.Monitor.Wait").expect("Monitor.Wait in the parked block");
+    let park = parked_block.find("Service.Park").expect("Service.Park in the parked block");
+    assert!(wait < park, "{parked_block}");
+    assert_detached(pid);
+    stop_service(service, &stop);
+}
+
+#[test]
+fn dump_refuses_what_it_cannot_attach_to_in_one_line() {
+    let out = sonde_os(&["dump", "--pid", "1"]);
+    assert_eq!(out.code(), 2, "{}", out.describe());
+    assert_eq!(out.stderr_str().lines().count(), 1, "{}", out.describe());
+    assert!(out.stderr_str().starts_with("sonde: "), "{}", out.describe());
+}
+
+/// `sonde top --pid` in a real terminal: the hot method on top, the keys work, `q` quits (exit 0)
+/// writing nothing, and the process is detached and unharmed.
+#[test]
+fn top_draws_the_hot_method_in_a_terminal_and_quits_on_q() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&stop);
+    let pid = service.pid();
+    let socket = dir.path().join("tmux.sock");
+    let exit = dir.path().join("exit");
+    let tmux = |args: &[&str]| -> Output {
+        let mut all: Vec<OsString> = vec!["-S".into(), socket.clone().into()];
+        all.extend(args.iter().map(OsString::from));
+        run(tmux(), &all)
+    };
+    let screen = || tmux(&["capture-pane", "-p", "-t", "top"]).stdout_str();
+    let command =
+        format!("cd {} && {} top --pid {pid}; echo $? > {}", dir.path().display(), sonde().display(), exit.display());
+    let started = tmux(&["new-session", "-d", "-s", "top", "-x", "120", "-y", "30", &command]);
+    assert_eq!(started.code(), 0, "{}", started.describe());
+    let kill_server = || tmux(&["kill-server"]);
+
+    // The first row under the column header is the hot method.
+    let first_row = |screen: &str| -> Option<String> {
+        let mut lines = screen.lines().skip_while(|l| !l.starts_with("%self"));
+        lines.next()?;
+        lines.next().map(str::to_string)
+    };
+    let mut last = String::new();
+    wait_until("top to show Service.Spin on top", || {
+        last = screen();
+        first_row(&last).is_some_and(|row| row.ends_with("Service.Spin"))
+    });
+    assert!(last.contains(&format!("process {pid} (attached)")), "{last}");
+    assert!(last.contains("coreclr 8."), "{last}");
+    assert!(last.contains("q quit"), "{last}");
+    // `s` sorts by %total: the program's outer frames (Service.Work and what calls it) come first.
+    tmux(&["send-keys", "-t", "top", "s"]);
+    wait_until("the sort to change", || screen().contains("sort %total"));
+    // `t` shows one thread.
+    tmux(&["send-keys", "-t", "top", "t"]);
+    wait_until("a thread filter", || !screen().contains("thread all"));
+    tmux(&["send-keys", "-t", "top", "q"]);
+    wait_until("top to quit", || std::fs::read_to_string(&exit).is_ok_and(|s| s.ends_with('\n')));
+    kill_server();
+    assert_eq!(std::fs::read_to_string(&exit).unwrap().trim(), "0");
+    let written: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sonde"))
+        .collect();
+    assert!(written.is_empty(), "top wrote {written:?} without -o");
+    assert_detached(pid);
+    stop_service(service, &stop);
+}
+
+/// Samples in a profile file.
+fn samples(file: &Path) -> u64 {
+    arr(&report_json(file), "methods").iter().map(|m| u64_of(m, "self_samples")).sum()
+}
+
+/// A running `sonde record` answers on its control socket: listed by `sonde sessions`, a snapshot
+/// mid-run holds what ran so far, pause stops the samples and resume restarts them, stop writes
+/// the profile while the program runs on — and the program's output and exit code are its own.
+#[test]
+fn a_running_recording_is_controlled_from_outside() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let file = dir.path().join("final.sonde");
+    let command = record_args(&file, &[], &[dotnet().into(), app("Service").into(), stop.clone().into()]);
+    // A registry of its own (`$XDG_RUNTIME_DIR/sonde`): sessions of tests running beside this one
+    // stay out of it, so that `--session` can be left out.
+    let runtime_dir = dir.path().join("run");
+    std::fs::create_dir(&runtime_dir).unwrap();
+    std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let env = [("XDG_RUNTIME_DIR", runtime_dir.clone().into_os_string())];
+    let sonde_os = |args: &[&str]| -> Output {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        Running::spawn_with_env(sonde(), &args, &env).wait(Duration::from_secs(120))
+    };
+    let mut recording = Running::spawn_with_env(sonde(), &command, &env);
+    recording.wait_for_line("ready", Duration::from_secs(60));
+    let session = recording.pid().to_string();
+    let program = std::fs::read_to_string(format!("/proc/{session}/task/{session}/children")).unwrap();
+    let program = program.split_whitespace().next().expect("the program").to_string();
+
+    let listed = sonde_os(&["sessions"]);
+    assert_eq!(listed.code(), 0, "{}", listed.describe());
+    let row =
+        listed.stdout_str().lines().find(|l| l.split_whitespace().next() == Some(session.as_str())).map(str::to_string);
+    let row = row.unwrap_or_else(|| panic!("session {session} not listed: {}", listed.describe()));
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&fields[1..5], [program.as_str(), "sampling", "launched", "running"], "{row}");
+
+    std::thread::sleep(Duration::from_millis(600));
+    let first = dir.path().join("first.sonde");
+    let out = sonde_os(&["snapshot", "--to", first.to_str().unwrap(), "--session", &session]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&first);
+    let spin: u64 = arr(&report, "methods")
+        .iter()
+        .filter(|m| str_of(m, "name") == "Service.Spin")
+        .map(|m| u64_of(m, "self_samples"))
+        .sum();
+    assert!(spin >= 50, "the snapshot holds {spin} samples of Service.Spin: {report:#}");
+
+    let out = sonde_os(&["pause", "--session", &session]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    // What the agent took before the pause reaches the trees within a drain period.
+    std::thread::sleep(Duration::from_millis(300));
+    let (a, b) = (dir.path().join("a.sonde"), dir.path().join("b.sonde"));
+    sonde_os(&["snapshot", "--to", a.to_str().unwrap()]); // the one session: --session left out
+    std::thread::sleep(Duration::from_millis(800));
+    sonde_os(&["snapshot", "--to", b.to_str().unwrap()]);
+    let (paused_a, paused_b) = (samples(&a), samples(&b));
+    // Unpaused, 0.8 s of a busy thread at 1 kHz is ~800 samples.
+    assert!(paused_b - paused_a < 40, "paused, yet {paused_a} → {paused_b} samples");
+    let out = sonde_os(&["resume"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    std::thread::sleep(Duration::from_millis(800));
+    let c = dir.path().join("c.sonde");
+    sonde_os(&["snapshot", "--to", c.to_str().unwrap()]);
+    assert!(samples(&c) > paused_b + 200, "resumed, yet {paused_b} → {} samples", samples(&c));
+
+    let out = sonde_os(&["stop"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    wait_until("the profile after `sonde stop`", || file.exists());
+    assert!(samples(&file) >= samples(&c), "the final profile holds less than the last snapshot");
+    // The program runs on, unprofiled, and ends as it always does; sonde exits with its code.
+    assert!(Path::new(&format!("/proc/{program}")).exists(), "the program ended at `sonde stop`");
+    std::fs::write(&stop, b"").unwrap();
+    let out = recording.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
+    assert_eq!(out.stdout_str(), SERVICE_OUTPUT, "{}", out.describe());
+    let stderr = out.stderr_str();
+    assert!(stderr.starts_with(&format!("sonde: session {session} ")), "{stderr}");
+    assert!(stderr.contains("recording stopped"), "{stderr}");
+    assert!(!sonde_os(&["sessions"]).stdout_str().contains(&format!(" {program} ")), "still listed");
+}
