@@ -158,23 +158,23 @@ fn run(
         }
         terminal.draw(|frame| view.draw(frame))?;
         let wait = next.saturating_duration_since(Instant::now()).min(Duration::from_millis(200));
-        if event::poll(wait)? {
-            if let Event::Key(key) = event::read()? {
-                if key.kind != KeyEventKind::Press {
-                    continue;
+        if event::poll(wait)?
+            && let Event::Key(key) = event::read()?
+        {
+            if key.kind != KeyEventKind::Press {
+                continue;
+            }
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return Ok(()),
+                KeyCode::Char('s') => view.sort = view.sort.next(),
+                KeyCode::Char('t') => view.step_thread(1),
+                KeyCode::Char('T') => view.step_thread(-1),
+                KeyCode::Char('p') => {
+                    view.frozen = !view.frozen;
+                    next = Instant::now();
                 }
-                match key.code {
-                    KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
-                    KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return Ok(()),
-                    KeyCode::Char('s') => view.sort = view.sort.next(),
-                    KeyCode::Char('t') => view.step_thread(1),
-                    KeyCode::Char('T') => view.step_thread(-1),
-                    KeyCode::Char('p') => {
-                        view.frozen = !view.frozen;
-                        next = Instant::now();
-                    }
-                    _ => {}
-                }
+                _ => {}
             }
         }
         if quit.load(Ordering::Relaxed) {
