@@ -248,3 +248,30 @@ fn a_running_recording_is_controlled_from_outside() {
     assert!(stderr.contains("recording stopped"), "{stderr}");
     assert!(!sonde_os(&["sessions"]).stdout_str().contains(&format!(" {program} ")), "still listed");
 }
+
+/// The client library's example (`crates/client/examples/live.rs`, built by `cargo test
+/// --workspace`): attaches, prints the hottest method once a second, finishes (detaches).
+#[test]
+fn the_client_library_example_attaches_streams_and_detaches() {
+    let example = sonde().with_file_name("examples").join("live");
+    assert!(
+        example.is_file(),
+        "{} is missing: run `cargo test --workspace` (it builds the examples)",
+        example.display()
+    );
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&stop);
+    let pid = service.pid();
+    let out = run(&example, &["--pid".into(), pid.to_string().into()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let lines: Vec<String> = out.stdout_str().lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 6, "five updates and a summary: {}", out.describe());
+    // The first update may come before the first sample; the later ones name the hot method.
+    assert!(lines[1..5].iter().all(|l| l.ends_with("Service.Spin")), "{}", out.describe());
+    let counts: Vec<u64> = lines[..5].iter().map(|l| l.split_whitespace().next().unwrap().parse().unwrap()).collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]) && counts[4] > counts[1], "the updates do not grow: {counts:?}");
+    assert!(lines[5].starts_with("final: "), "{}", out.describe());
+    assert_detached(pid);
+    stop_service(service, &stop);
+}

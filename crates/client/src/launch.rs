@@ -184,7 +184,8 @@ pub fn no_agent_reason(program: &[String]) -> String {
     }
 }
 
-/// The agent library: `$SONDE_AGENT`, else beside the `sonde` executable, else in `../lib/sonde/`.
+/// The agent library: `$SONDE_AGENT`, else beside the `sonde` executable, else in `../lib/sonde/`,
+/// else in the directory above (a program of the build's `examples/`, using this library).
 pub fn locate_agent() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("SONDE_AGENT") {
         let path = PathBuf::from(path);
@@ -195,7 +196,9 @@ pub fn locate_agent() -> Result<PathBuf> {
     }
     let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the sonde executable: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    for candidate in [dir.join(AGENT_LIBRARY), dir.join("../lib/sonde").join(AGENT_LIBRARY)] {
+    for candidate in
+        [dir.join(AGENT_LIBRARY), dir.join("../lib/sonde").join(AGENT_LIBRARY), dir.join("..").join(AGENT_LIBRARY)]
+    {
         if candidate.is_file() {
             return Ok(candidate.canonicalize().unwrap_or(candidate));
         }
