@@ -33,6 +33,10 @@ const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
+    // What is wrong with the target first (`Recording::attach` looks again, just before the attach).
+    if args.mode == crate::cli::ModeArg::Sampling {
+        sonde_client::attach::Target::inspect(pid)?;
+    }
     let output = output::Output::prepare(&args.output, args.force)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [

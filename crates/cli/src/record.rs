@@ -194,7 +194,9 @@ pub(crate) struct ExitWaiter {
 
 impl ExitWaiter {
     pub(crate) fn new(pid: u32) -> ExitWaiter {
-        let pidfd = rustix::process::Pid::from_raw(pid as i32)
+        let pidfd = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
             .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
         let wake = std::os::unix::net::UnixStream::pair().ok().and_then(|(rx, tx)| {
             rx.set_nonblocking(true).ok()?;

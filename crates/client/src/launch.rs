@@ -211,7 +211,7 @@ pub fn locate_agent() -> Result<PathBuf> {
 
 /// Sends `signal` to process `pid`; a process that is already gone is not an error.
 pub fn send_signal(pid: u32, signal: rustix::process::Signal) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process(pid, signal);
     }
 }
