@@ -47,10 +47,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     ] {
         signal_hook::flag::register(signal, stop.clone()).context("cannot install a signal handler")?;
     }
-    let (wake_rx, wake_tx) = match std::os::unix::net::UnixStream::pair() {
-        Ok((rx, tx)) => (Some(rx), Some(tx)),
-        Err(_) => (None, None),
-    };
+    let (wake_rx, wake_tx) = crate::record::wake_pair();
     let mut waiter = ExitWaiter::new(pid).with_wake(wake_rx);
     let options =
         Options { config: agent_config(args, Default::default()), program_output: true, verbose: v.verbose > 1 };
@@ -85,7 +82,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut last_snapshot = Instant::now();
     let ended = loop {
-        if !alive(pid) {
+        if !sonde_client::collector::alive(pid) {
             break true;
         }
         if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -142,11 +139,6 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
         summary::print(&profile, &path);
     }
     Ok(0)
-}
-
-/// The process exists and has not exited (a zombie its parent has not reaped yet has).
-fn alive(pid: u32) -> bool {
-    sonde_client::collector::stat_fields(pid).is_some_and(|fields| !fields.starts_with(['Z', 'X']))
 }
 
 fn unix_ns() -> u64 {

@@ -13,9 +13,10 @@ use crate::cli::{ControlArgs, SnapshotArgs};
 use crate::output::Output;
 use crate::record::Verbosity;
 use anyhow::Result;
-use sonde_client::assemble::{RunFacts, assemble};
+use sonde_client::assemble::assemble;
 use sonde_client::collector::Agents;
 use sonde_client::control::{self, ControlServer};
+use sonde_client::running_facts;
 use sonde_profile::Mode;
 use sonde_protocol::control::{ControlCommand, ControlReply, SessionStatus};
 use sonde_render::fmt::{Clean, count};
@@ -111,18 +112,9 @@ fn snapshot(served: &Served, to: &std::path::Path, force: bool) -> Result<String
     if !served.agents.refresh(served.ns_pid, Duration::from_secs(5)) {
         crate::say!("sonde: process {} did not answer in time: the snapshot holds its latest data", served.pid);
     }
-    let facts = |s: &sonde_client::collector::Session| RunFacts {
-        command: if served.attached {
-            s.hello.as_ref().map(|h| h.command_line.clone()).unwrap_or_default()
-        } else {
-            served.command.clone()
-        },
-        exit_code: None,
-        signal: None,
-    };
     let profile = served
         .agents
-        .with_session(served.ns_pid, |s| assemble(s, facts(s)))
+        .with_session(served.ns_pid, |s| assemble(s, running_facts(s, served.attached, &served.command)))
         .flatten()
         .ok_or_else(|| anyhow::anyhow!("process {} has sent no data yet", served.pid))?;
     let samples: u64 = profile.nodes.iter().map(|n| n.self_samples).sum();

@@ -65,10 +65,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
     // ours), answering once the program is there.
     let served = Arc::new(std::sync::OnceLock::new());
     let stopped = Arc::new(AtomicBool::new(false));
-    let (wake_rx, wake_tx) = match std::os::unix::net::UnixStream::pair() {
-        Ok((rx, tx)) => (Some(rx), Some(tx)),
-        Err(_) => (None, None),
-    };
+    let (wake_rx, wake_tx) = wake_pair();
     let control = control::serve(served.clone(), stopped.clone(), wake_tx, v);
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::anyhow!("cannot run `{}`: command not found", args.command[0]),
@@ -238,6 +235,15 @@ impl ExitWaiter {
         for socket in std::iter::once(wake).chain(&self.extra) {
             while matches!(std::io::Read::read(&mut &*socket, &mut buf), Ok(n) if n > 0) {}
         }
+    }
+}
+
+/// A socket pair for [`ExitWaiter::with_wake`]: (its receiving end, the end to write to). Both
+/// `None` when no pair can be made (the recording then wakes on its own schedule only).
+pub(crate) fn wake_pair() -> (Option<std::os::unix::net::UnixStream>, Option<std::os::unix::net::UnixStream>) {
+    match std::os::unix::net::UnixStream::pair() {
+        Ok((rx, tx)) => (Some(rx), Some(tx)),
+        Err(_) => (None, None),
     }
 }
 

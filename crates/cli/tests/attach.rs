@@ -13,28 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use support::*;
 
-/// What Service.exe prints, whatever happened to it meanwhile.
-const SERVICE_OUTPUT: &str = "ready\ndone 1416422021842693365\n";
-const SERVICE_EXIT: i32 = 7;
-
-/// A scratch directory outside /tmp (a private mount namespace gets its own /tmp).
 fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("sonde-attach-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-/// Service.exe on `host`, started without Sonde, once it runs.
-fn start_service(host: &Path, stop: &Path, env: &[(&str, OsString)]) -> Running {
-    let mut service = Running::spawn_with_env(host, &[app("Service").into(), stop.into()], env);
-    service.wait_for_line("ready", Duration::from_secs(60));
-    service
-}
-
-/// Creates the stop file and checks that the program ended as it always does.
-fn stop_service(service: Running, stop: &Path) {
-    std::fs::write(stop, b"").unwrap();
-    let out = service.wait(Duration::from_secs(60));
-    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
-    assert_eq!(out.stdout_str(), SERVICE_OUTPUT, "{}", out.describe());
+    support::scratch("sonde-attach-")
 }
 
 /// `sonde record --pid PID --duration SECS -o FILE [extra]`.
@@ -48,18 +28,12 @@ fn attach(pid: u32, secs: &str, file: &Path, extra: &[&str]) -> Output {
 
 /// The thread names of process `pid`, and how many perf_event descriptors it holds.
 fn threads_and_timers(pid: u32) -> (Vec<String>, usize) {
-    let names = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .map(|n| n.trim_end().to_string())
-        .collect();
     let timers = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .flatten()
         .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("perf_event")))
         .count();
-    (names, timers)
+    (thread_names(pid), timers)
 }
 
 /// The checks every attached profile of Service.exe passes: attached and detached, sampled, and
@@ -97,9 +71,7 @@ fn attach_samples_a_running_program_detaches_and_attaches_again() {
         // Nothing of the agent runs in the process any more: no timer, and no thread once the
         // agent's IPC thread has asked the runtime to detach it (just after the final snapshot).
         assert_eq!(threads_and_timers(pid).1, 0, "perf_event timers left after the detach");
-        wait_until("the agent's threads to end after the detach", || {
-            !threads_and_timers(pid).0.iter().any(|n| n.starts_with("sonde"))
-        });
+        wait_detached(pid);
     }
     stop_service(service, &stop);
 }
@@ -329,12 +301,4 @@ fn another_users_process_is_refused() {
     assert!(stderr.contains("runs as uid 0, not as this user (uid 65534)"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     stop_service(service, &stop);
-}
-
-/// The one child process of `parent` (the program a `sonde record` started).
-fn child_of(parent: u32) -> u32 {
-    let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap();
-    let pids: Vec<u32> = children.split_whitespace().map(|p| p.parse().unwrap()).collect();
-    assert_eq!(pids.len(), 1, "children of {parent}: {pids:?}");
-    pids[0]
 }

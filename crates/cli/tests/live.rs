@@ -15,38 +15,12 @@ use std::path::Path;
 use std::time::Duration;
 use support::*;
 
-const SERVICE_OUTPUT: &str = "ready\ndone 1416422021842693365\n";
-const SERVICE_EXIT: i32 = 7;
-
 fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("sonde-live-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn start_service(stop: &Path) -> Running {
-    let mut service = Running::spawn(dotnet(), &[app("Service").into(), stop.into()]);
-    service.wait_for_line("ready", Duration::from_secs(60));
-    service
-}
-
-fn stop_service(service: Running, stop: &Path) {
-    std::fs::write(stop, b"").unwrap();
-    let out = service.wait(Duration::from_secs(60));
-    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
-    assert_eq!(out.stdout_str(), SERVICE_OUTPUT, "{}", out.describe());
+    support::scratch("sonde-live-")
 }
 
 fn sonde_os(args: &[&str]) -> Output {
     sonde_cmd(&args.iter().map(OsString::from).collect::<Vec<_>>())
-}
-
-/// The agent's threads are gone from `pid` (it detached).
-fn assert_detached(pid: u32) {
-    wait_until("the agent's threads to end after the detach", || {
-        !std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with("sonde")))
-    });
 }
 
 /// The frames (method names, innermost first) of the thread named `name` in a dump.
@@ -68,7 +42,7 @@ fn calls(frames: &[&str], caller: &str, callee: &str) -> bool {
 fn dump_shows_every_thread_where_it_is_blocked_included_then_detaches() {
     let dir = scratch();
     let stop = dir.path().join("stop");
-    let service = start_service(&stop);
+    let service = start_service(&dotnet(), &stop, &[]);
     let pid = service.pid();
 
     let out = sonde_os(&["dump", "--pid", &pid.to_string(), "--json"]);
@@ -86,7 +60,7 @@ fn dump_shows_every_thread_where_it_is_blocked_included_then_detaches() {
     for frame in arr(&dump, "threads").iter().flat_map(|t| arr(t, "frames")) {
         assert!(frame["module"].is_string(), "{frame}");
     }
-    assert_detached(pid);
+    wait_detached(pid);
 
     // The text form: one block per thread, innermost frame first.
     let out = sonde_os(&["dump", "--pid", &pid.to_string()]);
@@ -97,7 +71,7 @@ fn dump_shows_every_thread_where_it_is_blocked_included_then_detaches() {
     let wait = parked_block.find("System.Threading.Monitor.Wait").expect("Monitor.Wait in the parked block");
     let park = parked_block.find("Service.Park").expect("Service.Park in the parked block");
     assert!(wait < park, "{parked_block}");
-    assert_detached(pid);
+    wait_detached(pid);
     stop_service(service, &stop);
 }
 
@@ -115,7 +89,7 @@ fn dump_refuses_what_it_cannot_attach_to_in_one_line() {
 fn top_draws_the_hot_method_in_a_terminal_and_quits_on_q() {
     let dir = scratch();
     let stop = dir.path().join("stop");
-    let service = start_service(&stop);
+    let service = start_service(&dotnet(), &stop, &[]);
     let pid = service.pid();
     let socket = dir.path().join("tmux.sock");
     let exit = dir.path().join("exit");
@@ -161,7 +135,7 @@ fn top_draws_the_hot_method_in_a_terminal_and_quits_on_q() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".sonde"))
         .collect();
     assert!(written.is_empty(), "top wrote {written:?} without -o");
-    assert_detached(pid);
+    wait_detached(pid);
     stop_service(service, &stop);
 }
 
@@ -192,8 +166,7 @@ fn a_running_recording_is_controlled_from_outside() {
     let mut recording = Running::spawn_with_env(sonde(), &command, &env);
     recording.wait_for_line("ready", Duration::from_secs(60));
     let session = recording.pid().to_string();
-    let program = std::fs::read_to_string(format!("/proc/{session}/task/{session}/children")).unwrap();
-    let program = program.split_whitespace().next().expect("the program").to_string();
+    let program = child_of(recording.pid()).to_string();
 
     let listed = sonde_os(&["sessions"]);
     assert_eq!(listed.code(), 0, "{}", listed.describe());
@@ -261,7 +234,7 @@ fn the_client_library_example_attaches_streams_and_detaches() {
     );
     let dir = scratch();
     let stop = dir.path().join("stop");
-    let service = start_service(&stop);
+    let service = start_service(&dotnet(), &stop, &[]);
     let pid = service.pid();
     let out = run(&example, &["--pid".into(), pid.to_string().into()]);
     assert_eq!(out.code(), 0, "{}", out.describe());
@@ -272,6 +245,6 @@ fn the_client_library_example_attaches_streams_and_detaches() {
     let counts: Vec<u64> = lines[..5].iter().map(|l| l.split_whitespace().next().unwrap().parse().unwrap()).collect();
     assert!(counts.windows(2).all(|w| w[0] <= w[1]) && counts[4] > counts[1], "the updates do not grow: {counts:?}");
     assert!(lines[5].starts_with("final: "), "{}", out.describe());
-    assert_detached(pid);
+    wait_detached(pid);
     stop_service(service, &stop);
 }

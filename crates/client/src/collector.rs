@@ -290,6 +290,11 @@ fn start_time(pid: u32) -> Option<u64> {
     stat_fields(pid)?.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// The process exists and has not exited (a zombie its parent has not reaped yet has).
+pub fn alive(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|fields| !fields.starts_with(['Z', 'X']))
+}
+
 /// `/proc/PID/stat` from its third field (the state) on: what follows the command name, which is
 /// in parentheses and may hold anything, spaces and parentheses included.
 pub fn stat_fields(pid: u32) -> Option<String> {

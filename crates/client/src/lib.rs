@@ -16,7 +16,7 @@ pub mod control;
 pub mod launch;
 mod recording;
 
-pub use recording::{Options, Recording, Update};
+pub use recording::{Options, Recording, Update, running_facts};
 
 use std::sync::RwLock;
 

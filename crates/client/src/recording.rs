@@ -169,7 +169,7 @@ impl Recording {
     pub fn running(&mut self) -> bool {
         match self.child.as_mut() {
             Some(child) => matches!(child.try_wait(), Ok(None)),
-            None => crate::collector::stat_fields(self.pid).is_some_and(|f| !f.starts_with(['Z', 'X'])),
+            None => crate::collector::alive(self.pid),
         }
     }
 
@@ -246,9 +246,16 @@ impl Recording {
     }
 
     fn facts(&self, session: &Session) -> RunFacts {
-        let command = if self.attached { command_of(session) } else { self.command.clone() };
-        RunFacts { command, exit_code: None, signal: None }
+        running_facts(session, self.attached, &self.command)
     }
+}
+
+/// What a profile taken while the process runs says about its run: no end yet, and the command
+/// line — the one sonde ran, or for an attached process its own (`/proc/self/cmdline`, sent in
+/// the handshake).
+pub fn running_facts(session: &Session, attached: bool, command: &[String]) -> RunFacts {
+    let command = if attached { command_of(session) } else { command.to_vec() };
+    RunFacts { command, exit_code: None, signal: None }
 }
 
 fn command_of(session: &Session) -> Vec<String> {

@@ -838,3 +838,52 @@ pub fn assert_sampling_facts(report: &Value, clock: &str, kind: &str) {
     }
     check_invariants(report);
 }
+
+/// What `tests/apps/Service.cs` prints, whatever happened to it meanwhile, and its exit code.
+pub const SERVICE_OUTPUT: &str = "ready\ndone 1416422021842693365\n";
+pub const SERVICE_EXIT: i32 = 7;
+
+/// A scratch directory outside /tmp (a private mount namespace gets its own /tmp).
+pub fn scratch(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(prefix).tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Service.exe on `host`, started without Sonde, once it runs.
+pub fn start_service(host: &Path, stop: &Path, env: &[(&str, OsString)]) -> Running {
+    let mut service = Running::spawn_with_env(host, &[app("Service").into(), stop.into()], env);
+    service.wait_for_line("ready", Duration::from_secs(60));
+    service
+}
+
+/// Creates the stop file and checks that Service.exe ended as it always does.
+pub fn stop_service(service: Running, stop: &Path) {
+    std::fs::write(stop, b"").unwrap();
+    let out = service.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
+    assert_eq!(out.stdout_str(), SERVICE_OUTPUT, "{}", out.describe());
+}
+
+/// The names of process `pid`'s threads.
+pub fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim_end().to_string())
+        .collect()
+}
+
+/// Waits until no thread of the agent's (named `sonde*`) runs in `pid` any more: it detached.
+pub fn wait_detached(pid: u32) {
+    wait_until("the agent's threads to end after the detach", || {
+        !thread_names(pid).iter().any(|n| n.starts_with("sonde"))
+    });
+}
+
+/// The one child process of `parent` (the program a `sonde record` started).
+pub fn child_of(parent: u32) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).unwrap();
+    let pids: Vec<u32> = children.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 1, "children of {parent}: {pids:?}");
+    pids[0]
+}
