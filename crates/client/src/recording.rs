@@ -186,20 +186,22 @@ impl Recording {
     /// The next update, at most one per `every`: sleeps until it is due, then takes a snapshot.
     /// `None` once the process has ended and its last data was delivered.
     pub fn next_update(&mut self, every: Duration) -> Option<Update> {
-        let now = Instant::now();
-        if self.next_update > now {
-            std::thread::sleep(self.next_update - now);
-        }
-        self.next_update = Instant::now() + every;
-        let running = self.running();
-        let update = self.snapshot(every.min(Duration::from_secs(1)));
-        match update {
-            Some(mut u) => {
-                u.last |= !running;
-                Some(u)
+        // Until the agent has sent something, or the process ended without a word.
+        loop {
+            let now = Instant::now();
+            if self.next_update > now {
+                std::thread::sleep(self.next_update - now);
             }
-            None if running => self.next_update(every),
-            None => None,
+            self.next_update = Instant::now() + every;
+            let running = self.running();
+            match self.snapshot(every.min(Duration::from_secs(1))) {
+                Some(mut update) => {
+                    update.last |= !running;
+                    return Some(update);
+                }
+                None if running => continue,
+                None => return None,
+            }
         }
     }
 
