@@ -19,59 +19,6 @@ pub(super) struct ClrFrames {
     /// one needs no question to the runtime.
     known: std::collections::BTreeMap<usize, usize>,
     table_full: bool,
-    code: CodeMappings,
-}
-
-/// The executable mappings of this process (`/proc/self/maps`), so that only an address in one
-/// is put to the runtime: `GetFunctionFromIP` is not made for arbitrary addresses (a value that
-/// a stack walk took for a return address but that points into a ReadyToRun image's data killed
-/// the process in the runtime's lookup). Read again, at most every [`CodeMappings::REREAD`], when
-/// an address is in none of them (the JIT maps new code heaps as it goes).
-#[derive(Default)]
-struct CodeMappings {
-    /// `[start, end)`, sorted.
-    ranges: Vec<(usize, usize)>,
-    read_at: Option<std::time::Instant>,
-}
-
-impl CodeMappings {
-    const REREAD: std::time::Duration = std::time::Duration::from_millis(200);
-
-    fn contains(&mut self, ip: usize) -> bool {
-        if self.find(ip) {
-            return true;
-        }
-        if self.read_at.is_some_and(|at| at.elapsed() < Self::REREAD) {
-            return false;
-        }
-        self.ranges =
-            std::fs::read_to_string("/proc/self/maps").map(|maps| executable_ranges(&maps)).unwrap_or_default();
-        self.read_at = Some(std::time::Instant::now());
-        self.find(ip)
-    }
-
-    fn find(&self, ip: usize) -> bool {
-        let after = self.ranges.partition_point(|&(start, _)| start <= ip);
-        after > 0 && ip < self.ranges[after - 1].1
-    }
-}
-
-/// The `[start, end)` of every executable mapping in the text of `/proc/self/maps`, sorted.
-fn executable_ranges(maps: &str) -> Vec<(usize, usize)> {
-    let mut ranges: Vec<(usize, usize)> = maps
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (range, perms) = (fields.next()?, fields.next()?);
-            if perms.as_bytes().get(2) != Some(&b'x') {
-                return None;
-            }
-            let (start, end) = range.split_once('-')?;
-            Some((usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?))
-        })
-        .collect();
-    ranges.sort_unstable();
-    ranges
 }
 
 impl ClrFrames {
@@ -181,9 +128,6 @@ impl sampling::FrameResolver for ClrFrames {
         // be asked about the many native addresses of a JIT-heavy program's stacks.
         let frame = if let Some(method) = self.native.frame(methods(), ip) {
             sampling::Frame { method, managed: false }
-        } else if !self.code.contains(ip) {
-            // Not code (a stack walk's misreading): never cached, the code may be mapped later.
-            return sampling::Frame { method: methods().pseudo("[unknown code]", "", ""), managed: false };
         } else if let Some(function) = info().and_then(|info| info.function_from_ip(ip)) {
             self.learn_shape(function, ip);
             sampling::Frame { method: self.managed(function), managed: true }
@@ -242,42 +186,4 @@ fn read_memory(address: usize, buf: &mut [u8]) -> Option<()> {
     // kernel, which fails cleanly on unmapped memory.
     let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
     (read == buf.len() as isize).then_some(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_addresses_in_executable_mappings_are_code() {
-        let maps = "\
-7f0000001000-7f0000002000 r--p 00000000 08:01 10 /usr/lib/libcoreclr.so
-7f0000002000-7f0000005000 r-xp 00001000 08:01 10 /usr/lib/libcoreclr.so
-7f0000009000-7f000000a000 rwxp 00000000 00:00 0
-7f0000006000-7f0000007000 rw-p 00000000 00:00 0 [heap]
-";
-        let code = CodeMappings { ranges: executable_ranges(maps), read_at: Some(std::time::Instant::now()) };
-        assert_eq!(code.ranges, vec![(0x7f0000002000, 0x7f0000005000), (0x7f0000009000, 0x7f000000a000)]);
-        for (ip, want) in [
-            (0x7f0000001fff, false),
-            (0x7f0000002000, true),
-            (0x7f0000004fff, true),
-            (0x7f0000005000, false),
-            (0x7f0000006800, false),
-            (0x7f0000009abc, true),
-            (0, false),
-            (usize::MAX, false),
-        ] {
-            assert_eq!(code.find(ip), want, "{ip:#x}");
-        }
-    }
-
-    #[test]
-    fn this_function_is_in_an_executable_mapping_and_the_stack_is_not() {
-        let mut code = CodeMappings::default();
-        let here = this_function_is_in_an_executable_mapping_and_the_stack_is_not as fn() as usize;
-        assert!(code.contains(here));
-        let local = 0u64;
-        assert!(!code.contains(&local as *const u64 as usize));
-    }
 }
