@@ -434,14 +434,6 @@ fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u6
 /// shape says the return address is elsewhere (`shapes`): a leaf caught in its prologue or
 /// epilogue, a frameless method, an on-stack-replacement frame. Each return address read is
 /// above the previous one, so the walk ends.
-///
-/// A leaf whose frame pointer leads nowhere — code built without frame pointers that uses the
-/// register for data, typically the C library blocked in a system call (a thread waiting on a
-/// lock, sleeping, reading) — gets one rescue: the stack above it is scanned ([`SCAN_BYTES`])
-/// for the first place that looks like a frame of code that keeps frame pointers (a saved frame
-/// pointer further up the stack followed by a non-stack value, twice in a row), and the walk
-/// goes on from there. The C library's own frames are skipped; the runtime's and the managed
-/// ones above them are found.
 fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize, sp: usize, fp: usize, high: usize) {
     use crate::sampling::shapes::{self, SHAPES, Shape};
     let read = |at: usize| -> Option<usize> {
@@ -465,14 +457,6 @@ fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize,
             },
             (None, None) => match read(fp) {
                 Some(next) if fp >= frame_sp => (fp + 8, next),
-                _ if leaf => match scan_for_frame(&read, sp, high) {
-                    Some(frame) => {
-                        fp = frame;
-                        leaf = false;
-                        continue;
-                    }
-                    None => return,
-                },
                 _ => return,
             },
         };
@@ -490,20 +474,6 @@ fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize,
         fp = next_fp;
     }
 
-    /// The first `p` in `[sp, sp + SCAN_BYTES)` where a frame-pointer frame plausibly starts:
-    /// `[p]` a saved frame pointer above `p` on this stack and `[p + 8]` a return address (not
-    /// zero, not a stack address), and the frame it points to the same.
-    fn scan_for_frame(read: &impl Fn(usize) -> Option<usize>, sp: usize, high: usize) -> Option<usize> {
-        let frame = |p: usize| -> Option<usize> {
-            let (saved, ret) = (read(p)?, read(p + 8)?);
-            let on_stack = |v: usize| v >= sp && v < high;
-            (saved > p + 8 && saved < high && saved.is_multiple_of(8) && ret > 0xffff && !on_stack(ret))
-                .then_some(saved)
-        };
-        let end = high.min(sp.saturating_add(SCAN_BYTES));
-        (sp..end).step_by(8).find(|&p| frame(p).is_some_and(|next| frame(next).is_some()))
-    }
-
     /// The leaf's return address slot (relative to the stack pointer) when `ip` is in a prologue
     /// or epilogue: decoded from the code at `ip`, which is mapped (the thread runs it) up to its
     /// page's end.
@@ -515,10 +485,6 @@ fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize,
         shapes::leaf_return_slot(code)
     }
 }
-
-/// How far above a leaf's stack pointer [`walk`] looks for a frame when the frame pointer leads
-/// nowhere.
-const SCAN_BYTES: usize = 4096;
 
 #[cfg(target_arch = "x86_64")]
 fn registers(context: *mut libc::c_void) -> (usize, usize, usize) {
