@@ -67,6 +67,9 @@ pub struct DumpArgs {
     /// Print the `sonde.dump/1` JSON document instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Let the agent log to this file.
+    #[arg(long, value_name = "FILE")]
+    pub agent_log: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,13 +1,17 @@
 //! `sonde dump --pid PID [--json]`: the current stack of every thread of a running .NET process,
 //! once, like `py-spy dump` — then detach.
 //!
-//! How: attach (as `sonde record --pid` does) with the wall clock at 100 Hz, so that every thread
-//! is signalled at least once whatever its state (a blocked thread too: the sampler signals each
-//! thread once when it first sees it), and ask for snapshots until every thread the runtime
-//! knows has a sample (each snapshot names each thread's latest sample: `last_sample`) or a
-//! second has passed; then detach. Each thread's stack is the path from its latest sample's node
-//! up to the root. The process is never stopped: the stacks are each thread's latest within the
-//! dump's fraction of a second, not one instant of the whole process.
+//! How: attach (as `sonde record --pid` does) and ask the agent to have the runtime walk every
+//! managed thread's stack (`WalkStacks`): the runtime stops the process as for a GC — a thread
+//! running managed code at its next safe point, a thread in native code (blocked in a wait, a
+//! read) where it is, its managed frames found through the runtime's own transition frames —
+//! walks each thread and resumes. The stacks are one instant of the whole process, exact, each
+//! from its thread's walked node up to the root; then detach.
+//!
+//! Fallback: the agent also samples with the wall clock at 100 Hz (each thread is signalled at
+//! least once whatever its state), and a thread the walk did not reach (not yet known to the
+//! runtime, or a walk that failed) shows its latest sample (`last_sample`), whose frame-pointer
+//! walk stops at native code without frame pointers (the C library's waits).
 
 use crate::cli::DumpArgs;
 use anyhow::{Context, Result};
@@ -19,8 +23,8 @@ use sonde_render::fmt::Clean;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// How long to wait for every thread's first sample.
-const PATIENCE: Duration = Duration::from_secs(1);
+/// How long to wait for the walk (and for every thread's first sample, where it did not reach).
+const PATIENCE: Duration = Duration::from_secs(3);
 
 struct ThreadStack {
     os_tid: u32,
@@ -30,17 +34,21 @@ struct ThreadStack {
 }
 
 pub fn dump(args: DumpArgs) -> Result<i32> {
-    let options = Options { verbose: false, ..Options::sampling_with(100, SampleClock::Wall) };
+    let mut options = Options { verbose: false, ..Options::sampling_with(100, SampleClock::Wall) };
+    options.config.log = args.agent_log.clone();
     let (recording, _) = Recording::attach(args.pid, &options)?;
     let agents = recording.agents();
     let ns_pid = recording.ns_pid();
+    agents.walk_stacks();
     let until = Instant::now() + PATIENCE;
     loop {
         agents.refresh(ns_pid, Duration::from_millis(300));
-        let all = agents.with_session(ns_pid, |s| {
-            s.latest.as_ref().is_some_and(|l| l.threads.iter().all(|t| t.os_tid == 0 || t.last_sample.is_some()))
+        let done = agents.with_session(ns_pid, |s| {
+            s.latest.as_ref().is_some_and(|l| {
+                l.stacks_walked > 0 && l.threads.iter().all(|t| t.os_tid == 0 || t.walked.or(t.last_sample).is_some())
+            })
         });
-        if all == Some(true) || Instant::now() >= until {
+        if done == Some(true) || Instant::now() >= until {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -89,7 +97,8 @@ pub fn dump(args: DumpArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Each thread's latest sampled stack, innermost frame first; threads in id order.
+/// Each thread's walked stack, else its latest sampled one, innermost frame first; threads in id
+/// order.
 fn stacks(session: &Session) -> Vec<ThreadStack> {
     let Some(latest) = session.latest.as_ref() else { return Vec::new() };
     let mut stacks: Vec<ThreadStack> = latest
@@ -98,7 +107,7 @@ fn stacks(session: &Session) -> Vec<ThreadStack> {
         .filter(|t| t.os_tid != 0)
         .map(|t| {
             let mut frames = Vec::new();
-            let mut node = t.last_sample;
+            let mut node = t.walked.or(t.last_sample);
             // Parents come first in the list, so each step goes to a smaller index: the walk ends.
             while let Some(index) = node {
                 let Some(record) = t.nodes.get(index as usize) else { break };

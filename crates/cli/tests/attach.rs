@@ -113,8 +113,8 @@ fn a_killed_controller_leaves_the_program_unprofiled_and_unharmed() {
     let file = dir.path().join("orphan.sonde");
     let mut args: Vec<OsString> = vec!["record".into(), "--pid".into(), pid.to_string().into()];
     args.extend(["-o".into(), file.into_os_string(), "--force".into()]);
-    let controller = Running::spawn(sonde(), &args);
-    wait_until("the agent to sample the program", || threads_and_timers(pid).1 > 0);
+    let mut controller = Running::spawn(sonde(), &args);
+    controller.wait_while_running("the agent to sample the program", || threads_and_timers(pid).1 > 0);
     kill_group(controller.pid(), libc::SIGKILL);
     let _ = controller.wait(Duration::from_secs(30));
     wait_until("the orphaned agent to stop and detach", || {

@@ -51,11 +51,14 @@ fn dump_shows_every_thread_a_blocked_one_included_then_detaches() {
     assert_eq!(dump["pid"], pid);
     assert_eq!(dump["runtime"]["kind"], "coreclr");
     assert!(str_of(&dump["runtime"], "version").starts_with("8."), "{dump:#}");
-    // Blocked on a monitor since it started (before the attach): it was still sampled, in the C
-    // library's wait. (Its managed frames above that are not found yet: the C library keeps no
-    // frame pointers — see docs/ARCHITECTURE.md, "Live profiling".)
+    // Blocked on a monitor since it started (before the attach), in the C library's wait, where
+    // no frame-pointer walk gets through: the runtime's walk finds its managed frames.
     let parked = frames_of(&dump, "parked");
-    assert!(parked.first().is_some_and(|f| f.starts_with("[native] libc.so")), "parked: {parked:?}");
+    assert_eq!(parked[..2], ["System.Threading.Monitor.Wait", "Service.Park"], "parked: {parked:?}");
+    // The main thread is in its polling loop (sleeping, or looking for the stop file).
+    let main = arr(&dump, "threads").iter().find(|t| t["os_tid"] == pid).expect("the main thread");
+    let main: Vec<&str> = arr(main, "frames").iter().map(|f| str_of(f, "method")).collect();
+    assert!(main.contains(&"Service.Main"), "main: {main:?}");
     // Running: somewhere in its loop, innermost frame first.
     let spinner = frames_of(&dump, "spinner");
     assert!(spinner.contains(&"Service.Work"), "spinner: {spinner:?}");
@@ -75,7 +78,12 @@ fn dump_shows_every_thread_a_blocked_one_included_then_detaches() {
             .find(|b| b.contains(&format!("\"{name}\"")))
             .unwrap_or_else(|| panic!("no {name} block: {text}"))
     };
-    assert!(block("parked").contains("    [native] libc.so"), "{text}");
+    assert!(
+        block("parked").contains(
+            "    System.Threading.Monitor.Wait (System.Private.CoreLib.dll)\n    Service.Park (Service.exe)\n"
+        ),
+        "{text}"
+    );
     assert!(block("spinner").contains("    Service.Work (Service.exe)"), "{text}");
     wait_detached(pid);
     stop_service(service, &stop);

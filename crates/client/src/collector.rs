@@ -109,6 +109,13 @@ impl Agents {
         self.tell(&if paused { ControllerMessage::Pause } else { ControllerMessage::Resume });
     }
 
+    /// Asks every connected agent to have its runtime walk every thread's stack at one instant
+    /// (`ControllerMessage::WalkStacks`); each answers with a snapshot whose `stacks_walked`
+    /// counts it.
+    pub fn walk_stacks(&self) {
+        self.tell(&ControllerMessage::WalkStacks);
+    }
+
     /// Calls `f` with the session of process `pid` (as the process knows itself) that has data.
     pub fn with_session<R>(&self, pid: u32, f: impl FnOnce(&Session) -> R) -> Option<R> {
         let sessions: Vec<_> = self.lock().sessions.clone();

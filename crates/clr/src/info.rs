@@ -215,6 +215,46 @@ impl ProfilerInfo {
         Ok(ids)
     }
 
+    /// Every managed thread's stack as the runtime itself walks it, at one instant: the runtime
+    /// is suspended (`SuspendRuntime`, ICorProfilerInfo10: as for a GC, each thread stops at a
+    /// safe point or stays in the native code it is in), each thread enumerated then walked
+    /// (`DoStackSnapshot`, which walks other threads on Linux only while the runtime is
+    /// suspended), and the runtime resumed, whatever happened. Frames innermost first, at most
+    /// `max_frames` each; a thread the runtime cannot walk gets its error. Not from a callback,
+    /// nor from a managed thread: the calling thread is first made known to the runtime
+    /// (`InitializeCurrentThread`) so that the suspension cannot wait on it.
+    pub fn walk_all_threads(&self, max_frames: usize) -> Result<Vec<ThreadWalk>, HResult> {
+        if self.version < 10 {
+            return Err(HResult(E_NOTIMPL));
+        }
+        call!(self.InitializeCurrentThread())?;
+        call!(self.SuspendRuntime())?;
+        let walks = self.threads().map(|threads| {
+            threads
+                .into_iter()
+                .map(|thread| {
+                    let mut frames: Vec<WalkFrame> = Vec::with_capacity(max_frames);
+                    // SAFETY: `walk_frame` matches StackSnapshotCallback and only pushes into the
+                    // vector behind `clientData`, which outlives the call (the runtime calls it
+                    // synchronously, on this thread); no register context is passed in.
+                    let walked = call!(self.DoStackSnapshot(
+                        thread,
+                        Some(walk_frame),
+                        COR_PRF_SNAPSHOT_DEFAULT,
+                        (&mut frames as *mut Vec<WalkFrame>).cast(),
+                        std::ptr::null(),
+                        0
+                    ));
+                    ThreadWalk { thread, frames, walked }
+                })
+                .collect()
+        });
+        let resumed = call!(self.ResumeRuntime());
+        let walks = walks?;
+        resumed?;
+        Ok(walks)
+    }
+
     /// Asks the runtime to detach the profiler (`RequestProfilerDetach`, ICorProfilerInfo3): once
     /// no callback is running, after about `expected_ms`, it calls `ProfilerDetachSucceeded` and
     /// releases the profiler. Not from inside a callback. The profiler must have stopped
@@ -311,4 +351,44 @@ pub(crate) fn read_string(
     let text = &buf[..(len as usize).min(buf.len())];
     let end = text.iter().position(|&c| c == 0).unwrap_or(text.len());
     Ok(String::from_utf16_lossy(&text[..end]))
+}
+
+/// One frame of a runtime stack walk: a managed function and the instruction pointer in it (a
+/// return address for every frame but the innermost), or (`function` 0) a run of native frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkFrame {
+    pub function: FunctionID,
+    pub ip: usize,
+}
+
+/// A thread's stack as [`ProfilerInfo::walk_all_threads`] found it.
+#[derive(Debug)]
+pub struct ThreadWalk {
+    pub thread: ThreadID,
+    /// Innermost first; cut at the `max_frames` asked for.
+    pub frames: Vec<WalkFrame>,
+    /// The walk's own result (an error for a thread the runtime cannot walk; frames found
+    /// before a failure are kept).
+    pub walked: Result<(), HResult>,
+}
+
+/// `StackSnapshotCallback` for [`ProfilerInfo::walk_all_threads`]: one frame into the vector,
+/// never beyond its capacity (no allocation while the runtime is suspended); a full vector ends
+/// the walk.
+unsafe extern "C" fn walk_frame(
+    function: FunctionID,
+    ip: UINT_PTR,
+    _frame: COR_PRF_FRAME_INFO,
+    _context_size: ULONG32,
+    _context: *mut BYTE,
+    client_data: *mut c_void,
+) -> HRESULT {
+    // SAFETY: `client_data` is the `Vec<WalkFrame>` that `walk_all_threads` passed, alive and
+    // not otherwise borrowed for the whole synchronous walk.
+    let frames = unsafe { &mut *client_data.cast::<Vec<WalkFrame>>() };
+    if frames.len() == frames.capacity() {
+        return E_FAIL;
+    }
+    frames.push(WalkFrame { function, ip });
+    S_OK
 }

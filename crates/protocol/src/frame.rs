@@ -92,12 +92,14 @@ mod tests {
                     sampled_self_ns: 0,
                 }],
                 last_sample: Some(0),
+                walked: Some(0),
             }],
             lost: 0,
             samples_taken: 0,
             samples_lost: Vec::new(),
             superseded: 0,
             fatal_signal: None,
+            stacks_walked: 1,
         })
     }
 
@@ -106,9 +108,11 @@ mod tests {
         let mut buf = Vec::new();
         write_frame(&mut buf, &snapshot()).unwrap();
         write_frame(&mut buf, &ControllerMessage::RequestSnapshot).unwrap();
+        write_frame(&mut buf, &ControllerMessage::WalkStacks).unwrap();
         let mut r = &buf[..];
         assert_eq!(read_frame::<AgentMessage>(&mut r).unwrap(), snapshot());
         assert_eq!(read_frame::<ControllerMessage>(&mut r).unwrap(), ControllerMessage::RequestSnapshot);
+        assert_eq!(read_frame::<ControllerMessage>(&mut r).unwrap(), ControllerMessage::WalkStacks);
         assert!(matches!(read_frame::<ControllerMessage>(&mut r), Err(FrameError::Closed)));
     }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use sonde_profile::{LostSamples, Mode, Runtime, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -55,6 +55,12 @@ pub enum ControllerMessage {
     /// enter/leave pairs must stay balanced.
     Pause,
     Resume,
+    /// Have the runtime walk every managed thread's stack at one instant (CoreCLR: the runtime
+    /// suspended as for a GC), record each in its thread's tree without counting it as a sample
+    /// (`ThreadSnapshot::walked`), then send a snapshot (`Snapshot::stacks_walked` counts these
+    /// requests, answered or failed). `sonde dump`'s exact stacks; an agent whose runtime cannot
+    /// do it answers with the snapshot alone.
+    WalkStacks,
 }
 
 /// A method the agent traced or saw, identified by the agent's dense method id.
@@ -93,6 +99,9 @@ pub struct ThreadSnapshot {
     /// Sampling mode: the node (index into `nodes`) of the thread's latest sample — with its
     /// parents, the stack it was last seen in (`sonde dump`). `None` before its first sample.
     pub last_sample: Option<u32>,
+    /// The node of the thread's stack in the latest runtime walk ([`ControllerMessage::WalkStacks`]),
+    /// with its parents; `None` when no walk found the thread.
+    pub walked: Option<u32>,
 }
 
 /// The hooks' own cost, measured by the agent at start-up (see `docs/ARCHITECTURE.md`).
@@ -128,4 +137,6 @@ pub struct Snapshot {
     /// never returns). The controller reports that death even when the process's exit status
     /// says otherwise (Mono's sampler can turn an abort into `exit(0)`).
     pub fatal_signal: Option<i32>,
+    /// [`ControllerMessage::WalkStacks`] requests done so far (walked or failed).
+    pub stacks_walked: u32,
 }

@@ -149,6 +149,10 @@ impl sampling::FrameResolver for ClrFrames {
         answer
     }
 
+    fn function(&mut self, function: usize) -> Option<u32> {
+        (function != 0).then(|| self.managed(function))
+    }
+
     fn truncated(&mut self) -> u32 {
         // (a marker, not a method: see `sampling::Frame::managed`)
         methods().pseudo("[truncated stack]", "", "")

@@ -84,6 +84,7 @@ impl ProfilerCallback for Clr {
                 Err(e) => log!("RequestProfilerDetach failed: {e}; the agent stays, inert"),
             }
         });
+        session::on_walk(|| walk_stacks(info));
         Ok(())
     }
 
@@ -110,6 +111,7 @@ impl ProfilerCallback for Clr {
             sampled += 1;
         }
         log!("attached: sampling {sampled} running threads");
+        ATTACH_COMPLETE.store(true, std::sync::atomic::Ordering::Release);
     }
 
     fn detach_succeeded(&self) {
@@ -192,6 +194,54 @@ impl ProfilerCallback for Clr {
     }
 }
 
+/// Set once the runtime reported the attach complete: it then allows a suspension.
+static ATTACH_COMPLETE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The deepest stack [`walk_stacks`] records (deeper ones are cut at the root end).
+const MAX_WALKED_FRAMES: usize = 1024;
+
+/// `sonde dump`'s exact stacks (on the IPC thread): once the attach is complete, the runtime walks
+/// every managed thread at one instant — a thread blocked in native code too, through the frames
+/// the runtime keeps at each transition, which a frame-pointer walk cannot get past — and each
+/// stack goes into its thread's tree as its `walked` stack. The process stops for the walk as it
+/// does for a GC.
+fn walk_stacks(info: &ProfilerInfo) {
+    use std::sync::atomic::Ordering::Acquire;
+    use std::time::{Duration, Instant};
+    let until = Instant::now() + Duration::from_secs(5);
+    while !ATTACH_COMPLETE.load(Acquire) {
+        if Instant::now() >= until {
+            log!("stack walk: the attach did not complete; not walked");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Walks need the stack-snapshot flag, allowed after an attach; it is set only now, so that
+    // the recordings that never walk run with the sampling mask alone.
+    if let Err(e) = info.set_event_mask(SAMPLING_EVENTS | COR_PRF_ENABLE_STACK_SNAPSHOT, 0) {
+        log!("stack walk: SetEventMask failed: {e}");
+    }
+    let started = Instant::now();
+    let walks = match info.walk_all_threads(MAX_WALKED_FRAMES) {
+        Ok(walks) => walks,
+        Err(e) => {
+            log!("stack walk failed: {e}");
+            session::send_error(format!("the runtime could not walk the stacks ({e}); showing sampled stacks"));
+            return;
+        }
+    };
+    log!("stack walk: {} threads in {:?}", walks.len(), started.elapsed());
+    for walk in walks {
+        let Some(os_tid) = os_thread_id(walk.thread) else { continue };
+        if let Err(e) = walk.walked {
+            log!("stack walk of thread {os_tid}: {e}");
+        }
+        let frames: Vec<sampling::WalkedFrame> =
+            walk.frames.iter().map(|f| sampling::WalkedFrame { function: f.function, ip: f.ip }).collect();
+        sampling::record_walk(os_tid, &frames, frames.len() >= MAX_WALKED_FRAMES);
+    }
+}
+
 /// A runtime thread's OS thread id, once it has one.
 fn os_thread_id(thread: ThreadID) -> Option<u32> {
     info()?.os_thread_id(thread).ok().filter(|&t| t != 0)
@@ -229,13 +279,15 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
     Ok(session::tracing_facts(config, floor.is_some()))
 }
 
+/// The runtime events a sampling session asks for.
+const SAMPLING_EVENTS: u32 = COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS;
+
 /// Sampling mode: no hooks, no JIT flags; Sonde's signal sampler (`sampling::signal`). The
 /// runtime only reports threads (to sample them) and exceptions (for the crash snapshot, and to
 /// see a fault's handler out) — both allowed after an attach (`attached`), and neither keeps the
 /// runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
-    info.set_event_mask(COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS, 0)
-        .map_err(|e| StartError::runtime("SetEventMask", e))?;
+    info.set_event_mask(SAMPLING_EVENTS, 0).map_err(|e| StartError::runtime("SetEventMask", e))?;
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);
     sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))

@@ -182,6 +182,10 @@ impl Link {
                     }
                     Ok(ControllerMessage::Pause) => crate::sampling::set_paused(true),
                     Ok(ControllerMessage::Resume) => crate::sampling::set_paused(false),
+                    Ok(ControllerMessage::WalkStacks) => {
+                        crate::session::walk_stacks();
+                        self.send_snapshot(facts, false, Patience::NONE);
+                    }
                     Ok(ControllerMessage::Finish) => {
                         finish();
                         break;

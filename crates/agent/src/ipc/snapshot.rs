@@ -72,6 +72,17 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         samples_lost,
         superseded: ctx.superseded,
         fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
+        stacks_walked: crate::session::stacks_walked(),
+    }
+}
+
+/// The record of a node stored as its index + 1 (0: none): node `n` is record `n - 1`. None for
+/// the ended aggregate, whose nodes are folded from several trees.
+fn node_record(t: &ThreadState, stored: u32, records: usize) -> Option<u32> {
+    match stored {
+        0 | 1 => None,
+        stored if t.merged_threads() == 0 && stored - 2 < records as u32 => Some(stored - 2),
+        _ => None,
     }
 }
 
@@ -122,11 +133,8 @@ fn thread_snapshot(t: &ThreadState, now: u64, ns_per_tick: f64) -> ThreadSnapsho
         cpu_user_ns: cpu.user_ns,
         cpu_kernel_ns: cpu.kernel_ns,
         // Node `n` is record `n - 1`; the stored value is `n + 1`. None for the ended aggregate.
-        last_sample: match t.last_sample.load(Relaxed) {
-            0 | 1 => None,
-            stored if t.merged_threads() == 0 && stored - 2 < nodes.len() as u32 => Some(stored - 2),
-            _ => None,
-        },
+        last_sample: node_record(t, t.last_sample.load(Relaxed), nodes.len()),
+        walked: node_record(t, t.walked.load(Relaxed), nodes.len()),
         nodes,
     }
 }

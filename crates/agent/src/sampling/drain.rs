@@ -39,9 +39,17 @@ pub trait FrameResolver: Send {
     }
     /// The pseudo-method for the root of a stack cut short by [`ring::MAX_FRAMES`].
     fn truncated(&mut self) -> u32;
+    /// The method of a function the runtime named itself, in a stack walk of its own
+    /// ([`record_walk`]); `None` where the runtime has no such walk.
+    fn function(&mut self, _function: usize) -> Option<u32> {
+        None
+    }
 }
 
 static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
+
+/// Held while samples or walks go into the trees.
+static DRAINING: Mutex<()> = Mutex::new(());
 
 /// Installs the resolver and starts the drain thread, which first runs `block_signals` (the
 /// sampler's: an agent thread is never sampled).
@@ -79,7 +87,6 @@ pub(super) fn stop() {
 /// Slots of threads that are gone get their last drain here and are then freed for the next
 /// thread (see `slots`); ended threads beyond the ones kept are folded (`threads::fold_ended`).
 pub fn drain() {
-    static DRAINING: Mutex<()> = Mutex::new(());
     let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
     let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
@@ -130,6 +137,44 @@ pub fn drain() {
         super::register_waiting();
     }
     threads::fold_ended();
+}
+
+/// One frame of a stack the runtime walked: a managed function with its instruction pointer,
+/// or (`function` 0) a run of native frames at `ip` (0 when the runtime does not say where).
+#[derive(Debug, Clone, Copy)]
+pub struct WalkedFrame {
+    pub function: usize,
+    pub ip: usize,
+}
+
+/// Records thread `os_tid`'s stack as the runtime walked it (`frames` innermost first; `sonde
+/// dump`): the path goes into the thread's tree without a sample counted, and becomes the
+/// thread's `walked` stack. Serialised with the drain, never in a signal handler.
+pub fn record_walk(os_tid: u32, frames: &[WalkedFrame], truncated: bool) {
+    let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(resolver) = resolver.as_mut() else { return };
+    let mut path = Vec::with_capacity(frames.len() + 1);
+    if truncated {
+        path.push(resolver.truncated());
+    }
+    let mut last: Option<Frame> = None;
+    for frame in frames.iter().rev() {
+        let resolved = match resolver.function(frame.function) {
+            Some(method) => Frame { method, managed: true },
+            None if frame.ip == 0 => continue,
+            None => resolver.resolve(frame.ip),
+        };
+        if !resolved.managed && last.is_some_and(|l| l.method == resolved.method) {
+            continue;
+        }
+        path.push(resolved.method);
+        last = Some(resolved);
+    }
+    let thread = threads::state_for(os_tid);
+    if let Some(leaf) = thread.tree.record_sample(&path, 0, 0) {
+        thread.walked.store(leaf + 1, Relaxed);
+    }
 }
 
 /// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses).

@@ -23,7 +23,7 @@ pub mod signal;
 mod slots;
 pub mod symbols;
 
-pub use drain::{Frame, FrameResolver, drain};
+pub use drain::{Frame, FrameResolver, WalkedFrame, drain, record_walk};
 pub use external::{record_for_current_thread, start_external};
 pub use signal::{fault_handled_on_this_thread, start};
 pub use slots::MAX_THREADS;

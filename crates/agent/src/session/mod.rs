@@ -22,7 +22,7 @@ use sonde_profile::{Mode, Runtime};
 use sonde_protocol::{AgentConfig, Hello, PROTOCOL_VERSION};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 /// The session of this process, once [`start`] succeeded.
 pub struct Session {
@@ -282,6 +282,34 @@ pub fn final_snapshot(why: &str) {
     }
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
+}
+
+/// How the backend walks every thread's stack at one instant (CoreCLR attached:
+/// `ProfilerInfo::walk_all_threads`), set where it can.
+static WALKER: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
+
+/// `ControllerMessage::WalkStacks` requests done, walked or not.
+static STACKS_WALKED: AtomicU32 = AtomicU32::new(0);
+
+/// Sets how [`walk_stacks`] walks the stacks.
+pub fn on_walk(walk: impl Fn() + Send + Sync + 'static) {
+    let _ = WALKER.set(Box::new(walk));
+}
+
+/// The controller asked for every thread's exact stack (`sonde dump`): the backend's walker
+/// records them (`sampling::record_walk`); without one, nothing but the count changes. On the
+/// IPC thread.
+pub fn walk_stacks() {
+    match WALKER.get() {
+        Some(walk) => guarded((), walk),
+        None => log!("this runtime cannot walk stacks on request; the sampled stacks stand"),
+    }
+    STACKS_WALKED.fetch_add(1, Relaxed);
+}
+
+/// See [`walk_stacks`].
+pub fn stacks_walked() -> u32 {
+    STACKS_WALKED.load(Relaxed)
 }
 
 /// How the backend hands the process back to the runtime once profiling finished (CoreCLR:

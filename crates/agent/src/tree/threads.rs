@@ -41,6 +41,9 @@ pub struct ThreadState {
     /// Sampling mode: the tree node of the thread's latest sample, + 1 (0: none yet). Written by
     /// the drain; read by snapshots (`sonde dump` prints the stack it stands for).
     pub last_sample: AtomicU32,
+    /// The tree node of the thread's stack in the latest runtime walk (`sampling::record_walk`),
+    /// + 1 (0: none). Such a stack is in the tree without a sample counted.
+    pub walked: AtomicU32,
     /// The thread's start time (field 22 of its `/proc` stat: clock ticks since boot; 0 when
     /// unknown). With `os_tid`, it tells the thread from a later one that reuses its id.
     start_time: u64,
@@ -324,6 +327,7 @@ impl ThreadState {
             name: Mutex::new(None),
             sampled: AtomicU32::new(0),
             last_sample: AtomicU32::new(0),
+            walked: AtomicU32::new(0),
             start_time: if os_tid == 0 { 0 } else { start_time(os_tid).unwrap_or(0) },
             merged_threads: AtomicU64::new(0),
             merged_wall_ns: AtomicU64::new(0),

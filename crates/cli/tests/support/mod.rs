@@ -303,10 +303,33 @@ impl Running {
         }
     }
 
+    /// Waits until `done()` holds, checking every 20 ms, while this process runs: panics with
+    /// its output if it exits first, and naming `what` after [`DEADLINE`].
+    pub fn wait_while_running(&mut self, what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + DEADLINE;
+        while !done() {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                let out = self.collect(Duration::from_secs(10));
+                panic!("`{}` exited while waiting for {what}: {}", self.what, out.describe());
+            }
+            if Instant::now() >= deadline {
+                kill_group(self.pid(), libc::SIGTERM);
+                let out = self.collect(Duration::from_secs(10));
+                panic!("timed out waiting for {what}; `{}` stopped with SIGTERM: {}", self.what, out.describe());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits up to `timeout` for the process to exit, then collects its output. Panics (after
     /// killing the group) on timeout, and if the process exited but left others of its group
     /// running with its stdout or stderr still open.
     pub fn wait(mut self, timeout: Duration) -> Output {
+        self.collect(timeout)
+    }
+
+    /// [`wait`](Self::wait) without giving up `self` (whose drop then only cleans up).
+    fn collect(&mut self, timeout: Duration) -> Output {
         let deadline = Instant::now() + timeout;
         let status = loop {
             match self.child.try_wait() {
