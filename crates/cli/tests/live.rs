@@ -89,6 +89,32 @@ fn dump_shows_every_thread_a_blocked_one_included_then_detaches() {
     stop_service(service, &stop);
 }
 
+/// Each attach leaves a copy of the agent loaded, and glibc's static TLS reserve holds about 11
+/// (README, attach limits): once it is full, the next attach is refused in one line that says
+/// why, and the process runs on unharmed.
+#[test]
+fn attaches_beyond_the_static_tls_reserve_are_refused_in_one_line() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[]);
+    let pid = service.pid().to_string();
+    let mut attached = 0;
+    let refusal = loop {
+        let out = sonde_os(&["dump", "--pid", &pid]);
+        if out.code() != 0 {
+            break out;
+        }
+        attached += 1;
+        assert!(attached < 40, "40 attaches and no refusal: the limit is gone, update the README");
+    };
+    assert_eq!(refusal.code(), 2, "{}", refusal.describe());
+    let line = refusal.stderr_str();
+    assert_eq!(line.lines().count(), 1, "{}", refusal.describe());
+    assert!(line.contains(&format!("after {attached} earlier attaches")), "{}", refusal.describe());
+    assert!(attached >= 5, "only {attached} attaches: {line}");
+    stop_service(service, &stop);
+}
+
 #[test]
 fn dump_refuses_what_it_cannot_attach_to_in_one_line() {
     let out = sonde_os(&["dump", "--pid", "1"]);

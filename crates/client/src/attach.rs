@@ -127,10 +127,21 @@ impl Target {
     /// Whether a Sonde agent was attached to the process before (a detached one stays mapped,
     /// from its session directory): the runtime may still be unloading it.
     fn had_attached_sonde(&self) -> bool {
+        self.earlier_copies() > 0
+    }
+
+    /// How many copies of the agent earlier attaches left mapped in the process (a detached
+    /// agent stays loaded: see the agent's `process::stay_loaded`).
+    fn earlier_copies(&self) -> usize {
         let copy = format!("/{}", crate::launch::AGENT_LIBRARY);
-        std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).is_ok_and(|maps| {
-            maps.lines().any(|l| l.contains(&format!("/{}", crate::collector::SESSION_PREFIX)) && l.contains(&copy))
-        })
+        let session = format!("/{}", crate::collector::SESSION_PREFIX);
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default();
+        let paths: std::collections::HashSet<&str> = maps
+            .lines()
+            .filter(|l| l.contains(&session) && l.contains(&copy))
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .collect();
+        paths.len()
     }
 
     /// Loads the agent at `agent` (a path as the process sees it) into the process, handing it
@@ -150,6 +161,14 @@ impl Target {
                 Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE)) => {
                     bail!("process {} already has a profiler loaded (the runtime takes one per process)", self.pid)
                 }
+                // Each copy takes ~150 bytes of the static TLS glibc reserves for libraries loaded
+                // later (its thread-locals, some of them initial-exec for the signal handler);
+                // the reserve holds about 11 (measured on .NET 8, glibc 2.36).
+                Err(AttachError::Refused(0x8007_007E)) if self.earlier_copies() > 0 => bail!(
+                    "cannot attach to process {}: the runtime could not load another copy of the agent after {} earlier attaches (each stays loaded, and glibc's room for their thread-local storage is likely used up); restart the process to attach again (README: attach limits)",
+                    self.pid,
+                    self.earlier_copies()
+                ),
                 Err(e) => bail!("cannot attach to process {}: {e}", self.pid),
             }
         }
