@@ -155,6 +155,18 @@ pub fn record_walk(os_tid: u32, frames: &[WalkedFrame], truncated: bool) {
     let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
     let mut path = Vec::with_capacity(frames.len() + 1);
+    walk_path(frames, truncated, resolver.as_mut(), &mut path);
+    let thread = threads::state_for(os_tid);
+    if let Some(leaf) = thread.tree.record_sample(&path, 0, 0) {
+        thread.walked.store(leaf + 1, Relaxed);
+    }
+}
+
+/// The method path, root first, of a runtime walk (`frames` innermost first): managed frames by
+/// the function the runtime named, native runs by address (one frame per run of the same
+/// library; a run without an address left out), recursion kept.
+fn walk_path(frames: &[WalkedFrame], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    path.clear();
     if truncated {
         path.push(resolver.truncated());
     }
@@ -170,10 +182,6 @@ pub fn record_walk(os_tid: u32, frames: &[WalkedFrame], truncated: bool) {
         }
         path.push(resolved.method);
         last = Some(resolved);
-    }
-    let thread = threads::state_for(os_tid);
-    if let Some(leaf) = thread.tree.record_sample(&path, 0, 0) {
-        thread.walked.store(leaf + 1, Relaxed);
     }
 }
 
@@ -236,6 +244,23 @@ mod tests {
         fn calls_runtime(&mut self, return_address: usize) -> bool {
             return_address == 555
         }
+        /// Functions 1..=99 are methods 1001..=1099.
+        fn function(&mut self, function: usize) -> Option<u32> {
+            (function != 0).then_some(1000 + function as u32)
+        }
+    }
+
+    #[test]
+    fn walked_stacks_name_functions_and_fold_native_runs() {
+        let f = |function, ip| WalkedFrame { function, ip };
+        let mut path = Vec::new();
+        // Innermost first: function 2 (recursing), function 1, a native run at 950, another
+        // native run without an address, the native root at 960 (same library as 950).
+        let frames = [f(2, 0), f(2, 0), f(1, 0), f(0, 950), f(0, 0), f(0, 960)];
+        walk_path(&frames, false, &mut Fake, &mut path);
+        assert_eq!(path, vec![9, 1001, 1002, 1002]);
+        walk_path(&frames[..1], true, &mut Fake, &mut path);
+        assert_eq!(path, vec![77, 1002]);
     }
 
     fn path(frames: &[u64], truncated: bool) -> Vec<u32> {
