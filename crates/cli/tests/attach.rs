@@ -19,11 +19,14 @@ fn scratch() -> tempfile::TempDir {
 
 /// `sonde record --pid PID --duration SECS -o FILE [extra]`.
 fn attach(pid: u32, secs: &str, file: &Path, extra: &[&str]) -> Output {
-    let mut args: Vec<OsString> =
-        vec!["record".into(), "--pid".into(), pid.to_string().into(), "--duration".into(), secs.into()];
-    args.extend(["-o".into(), file.into(), "--force".into()]);
-    args.extend(extra.iter().map(OsString::from));
+    let mut args = attach_args(pid, file);
+    args.extend(["--duration", secs].iter().chain(extra).map(OsString::from));
     sonde_cmd(&args)
+}
+
+/// `record --pid PID -o FILE --force`, until stopped.
+fn attach_args(pid: u32, file: &Path) -> Vec<OsString> {
+    vec!["record".into(), "--pid".into(), pid.to_string().into(), "-o".into(), file.into(), "--force".into()]
 }
 
 /// The thread names of process `pid`, and how many perf_event descriptors it holds.
@@ -85,9 +88,7 @@ fn a_process_killed_while_attached_leaves_its_last_snapshot() {
     let service = start_service(&dotnet(), &stop, &[]);
     let pid = service.pid();
     let file = dir.path().join("killed.sonde");
-    let mut args: Vec<OsString> = vec!["record".into(), "--pid".into(), pid.to_string().into()];
-    args.extend(["-o".into(), file.clone().into_os_string(), "--force".into()]);
-    let sonde = Running::spawn(sonde(), &args);
+    let sonde = Running::spawn(sonde(), &attach_args(pid, &file));
     // Two periodic snapshots' worth, then the kill.
     std::thread::sleep(Duration::from_millis(2600));
     kill_group(pid, libc::SIGKILL);
@@ -111,9 +112,7 @@ fn a_killed_controller_leaves_the_program_unprofiled_and_unharmed() {
     let service = start_service(&dotnet(), &stop, &[]);
     let pid = service.pid();
     let file = dir.path().join("orphan.sonde");
-    let mut args: Vec<OsString> = vec!["record".into(), "--pid".into(), pid.to_string().into()];
-    args.extend(["-o".into(), file.into_os_string(), "--force".into()]);
-    let mut controller = Running::spawn(sonde(), &args);
+    let mut controller = Running::spawn(sonde(), &attach_args(pid, &file));
     // The sampler runs (its per-thread timers are not waited for: a thread whose task-clock event
     // the kernel refuses is polled by the sampler thread instead, with no descriptor to see).
     controller.wait_while_running("the agent to sample the program", || {

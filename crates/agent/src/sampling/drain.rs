@@ -163,26 +163,16 @@ pub fn record_walk(os_tid: u32, frames: &[WalkedFrame], truncated: bool) {
 }
 
 /// The method path, root first, of a runtime walk (`frames` innermost first): managed frames by
-/// the function the runtime named, native runs by address (one frame per run of the same
-/// library; a run without an address left out), recursion kept.
+/// the function the runtime named, native runs by address (a run without an address left out),
+/// folded as [`fold_path`] does.
 fn walk_path(frames: &[WalkedFrame], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
-    path.clear();
-    if truncated {
-        path.push(resolver.truncated());
-    }
-    let mut last: Option<Frame> = None;
-    for frame in frames.iter().rev() {
-        let resolved = match resolver.function(frame.function) {
-            Some(method) => Frame { method, managed: true },
-            None if frame.ip == 0 => continue,
-            None => resolver.resolve(frame.ip),
-        };
-        if !resolved.managed && last.is_some_and(|l| l.method == resolved.method) {
-            continue;
-        }
-        path.push(resolved.method);
-        last = Some(resolved);
-    }
+    let marker = truncated.then(|| resolver.truncated());
+    let resolved = frames.iter().rev().filter_map(|frame| match resolver.function(frame.function) {
+        Some(method) => Some(Frame { method, managed: true }),
+        None if frame.ip == 0 => None,
+        None => Some(resolver.resolve(frame.ip)),
+    });
+    fold_path(marker, resolved, path);
 }
 
 /// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses).
@@ -212,13 +202,17 @@ fn stack_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver,
 /// [`stack_path`] for values an external sampler wrote (not addresses: no `ip - 1`, no call
 /// decoding): root first, a run of the same non-managed pseudo-frame collapsed, recursion kept.
 fn resolved_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    let marker = truncated.then(|| resolver.truncated());
+    fold_path(marker, frames.iter().rev().map(|&value| resolver.resolve(value as usize)), path);
+}
+
+/// `frames` (root first) into `path`, after the truncation `marker` if any: a run of the same
+/// pseudo-frame that is not managed code (one native library) is one frame; recursion stays.
+fn fold_path(marker: Option<u32>, frames: impl Iterator<Item = Frame>, path: &mut Vec<u32>) {
     path.clear();
-    if truncated {
-        path.push(resolver.truncated());
-    }
+    path.extend(marker);
     let mut last: Option<Frame> = None;
-    for &value in frames.iter().rev() {
-        let frame = resolver.resolve(value as usize);
+    for frame in frames {
         if !frame.managed && last.is_some_and(|l| l.method == frame.method) {
             continue;
         }
