@@ -466,6 +466,35 @@ namespace Acme
             return Recurse(n + 1) + n;
         }
 
+        // Background threads parked `depth` frames deep when Main returns. Mono's main thread then
+        // aborts each of them, walking its whole stack (for a finally block to protect) in what
+        // Mono calls an async context, where a sampling signal aborts the process (an assertion in
+        // Mono's signal handler). Many deep stacks make that walk long enough for a sample at
+        // 2 kHz to land in it in every run.
+        static int AbortAtExit(int threads, int depth)
+        {
+            var parked = new System.Threading.CountdownEvent(threads);
+            for (int i = 0; i < threads; i++)
+            {
+                var t = new System.Threading.Thread(() => Park(depth, parked));
+                t.IsBackground = true;
+                t.Start();
+            }
+            parked.Wait();
+            Spin(100);
+            Console.WriteLine("parked " + threads + " threads " + depth + " deep");
+            return 0;
+        }
+
+        static int Park(int depth, System.Threading.CountdownEvent parked)
+        {
+            if (depth > 0)
+                return Park(depth - 1, parked) + 1;
+            parked.Signal();
+            System.Threading.Thread.Sleep(System.Threading.Timeout.Infinite);
+            return 0;
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "";
@@ -489,8 +518,10 @@ namespace Acme
                     return FailFast(int.Parse(args[1]));
                 case "overflow":
                     return Overflow(int.Parse(args[1]));
+                case "abortatexit":
+                    return AbortAtExit(int.Parse(args[1]), int.Parse(args[2]));
                 default:
-                    Console.Error.WriteLine("usage: Harm.exe nullref|fpe|sleeps|sigprof|freedstack|throws|fork|failfast|overflow ...");
+                    Console.Error.WriteLine("usage: Harm.exe nullref|fpe|sleeps|sigprof|freedstack|throws|fork|failfast|overflow|abortatexit ...");
                     return 2;
             }
         }

@@ -45,11 +45,19 @@ opaque!(
     MonoTableInfo,
     MonoProfilerCallContext,
     MonoJitInfo,
-    MonoDomain
+    MonoDomain,
+    MonoAssembly,
+    MonoThreadInfo
 );
 
 /// `typedef struct _MonoProfilerDesc *MonoProfilerHandle;`
 pub type MonoProfilerHandle = *mut MonoProfilerDesc;
+
+/// `MonoThreadInfoFlags` (utils/mono-threads.h): which of the runtime's thread-wide operations
+/// skip a thread.
+pub type MonoThreadInfoFlags = c_int;
+/// Mono's sampler does not signal the thread.
+pub const MONO_THREAD_INFO_FLAGS_NO_SAMPLE: c_int = 2;
 
 /// `MonoProfilerCallInstrumentationFlags` (profiler.h).
 pub type MonoProfilerCallInstrumentationFlags = c_int;
@@ -204,7 +212,14 @@ mono_api! {
     mono_method_get_class: fn(*mut MonoMethod) -> *mut MonoClass;
     mono_class_get_type_token: fn(*mut MonoClass) -> u32;
     mono_class_get_image: fn(*mut MonoClass) -> *mut MonoImage;
-    // image.h
+    // image.h, assembly.h
+    mono_image_get_entry_point: fn(*mut MonoImage) -> u32;
+    mono_assembly_get_main: fn() -> *mut MonoAssembly;
+    mono_assembly_get_image: fn(*mut MonoAssembly) -> *mut MonoImage;
+    // utils/mono-threads.h (MONO_API, outside the embedding headers)
+    mono_thread_info_current_unchecked: fn() -> *mut MonoThreadInfo;
+    mono_thread_info_get_flags: fn(*mut MonoThreadInfo) -> MonoThreadInfoFlags;
+    mono_thread_info_set_flags: fn(MonoThreadInfoFlags);
     mono_image_get_name: fn(*mut MonoImage) -> *const c_char;
     mono_image_get_filename: fn(*mut MonoImage) -> *const c_char;
     mono_image_get_table_info: fn(*mut MonoImage, c_int) -> *const MonoTableInfo;
@@ -242,6 +257,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 35);
+        assert_eq!(MonoApi::NAMES.len(), 41);
     }
 }

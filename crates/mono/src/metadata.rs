@@ -118,6 +118,28 @@ impl Method<'_> {
         Some(Definition { image: image as usize, token })
     }
 
+    /// Whether the method is its image's entry point (the `Main` of an executable), from the
+    /// image's header: three getters, no name built.
+    pub fn is_entry_point(&self) -> bool {
+        let Some((api, image, token, _)) = self.rows() else { return false };
+        // SAFETY: a getter on the live image.
+        token == unsafe { (api.mono_image_get_entry_point)(image) }
+    }
+
+    /// Whether the method's image is the main assembly's (the program `mono PROGRAM.exe` runs).
+    pub fn in_main_assembly(&self) -> bool {
+        let (Some(api), Some(image)) = (api(), self.image()) else { return false };
+        // SAFETY: getters on the runtime's main assembly (null before one is set) and its image.
+        let main = unsafe {
+            let assembly = (api.mono_assembly_get_main)();
+            if assembly.is_null() {
+                return false;
+            }
+            (api.mono_assembly_get_image)(assembly)
+        };
+        main == image
+    }
+
     /// The path of the file the method's image was loaded from (empty for an image loaded from
     /// memory). Once per image: the string is copied.
     pub fn image_path(&self) -> Option<String> {

@@ -99,12 +99,21 @@ impl Profiler {
 
     /// Mono's sampler at `freq` Hz on the monotonic clock (`MONO_PROFILER_SAMPLE_MODE_REAL`):
     /// `S` gets the samples, `E::jit_done` the compiled methods (to name what samples show).
-    /// Must run in the init function.
+    /// Must run in the init function, and excludes [`set_call_instrumentation`] on the same
+    /// profiler: it instruments the program's entry point (see "Sampling" below, in the source).
+    ///
+    /// [`set_call_instrumentation`]: Self::set_call_instrumentation
     pub fn enable_sampling<E: Events, S: SampleHit>(&self, freq: u32) -> Result<(), Error> {
         // SAFETY: as in `set_events`; `enable_sampling` from the init function, as it requires.
         unsafe {
             (self.api.mono_profiler_set_jit_done_callback)(self.handle, Some(jit_done::<E>));
             (self.api.mono_profiler_set_sample_hit_callback)(self.handle, Some(sample_hit::<S>));
+            (self.api.mono_profiler_set_call_instrumentation_filter_callback)(self.handle, Some(entry_point_filter));
+            (self.api.mono_profiler_set_method_leave_callback)(self.handle, Some(entry_point_leave));
+            (self.api.mono_profiler_set_method_exception_leave_callback)(
+                self.handle,
+                Some(entry_point_exception_leave),
+            );
             if (self.api.mono_profiler_enable_sampling)(self.handle) == 0 {
                 return Err(Error::SamplingRefused);
             }
@@ -192,6 +201,83 @@ unsafe extern "C" fn jit_done<E: Events>(_prof: *mut MonoProfiler, method: *mut 
         _ => 0,
     };
     guard::<E, _>((), || E::jit_done(method, code_start));
+}
+
+// --- Sampling: the main thread leaves the sampler when `Main` returns. ---------------------------
+//
+// Mono's sampler signals every attached thread, and its signal handler asserts that the thread is
+// not already in an "async context" (`mono_thread_info_set_is_async_context`). A thread that
+// aborts another one is, while it walks the victim's stack for a finally block to protect
+// (`mono_install_handler_block_guard`): a sampling signal landing in that walk aborts the whole
+// process with `* Assertion at mono-threads.c:1545, condition `!async_context ||
+// !info->is_async_context' not met` (Mono 6.8; any profiler that samples hits it). Every program
+// with a background thread left when `Main` returns gets there: the main thread then aborts
+// those threads (`mono_thread_manage`). Seen in 1 of ~400 runs of a test program that ends with
+// thread-pool threads alive, at 2 kHz.
+//
+// So the entry point is instrumented (leave and exceptional leave only), and when it returns on a
+// thread — with the main assembly's `Main`, the runtime's main thread — that thread is no longer
+// signalled (`MONO_THREAD_INFO_FLAGS_NO_SAMPLE`, as Mono's own helper threads are). What is lost:
+// the samples of the main thread between `Main`'s return and the process's exit (waiting for
+// foreground threads, `ProcessExit` handlers). The other ways into the same race — `Thread.Abort`
+// and `AppDomain.Unload` from a sampled thread — are not covered (docs/SAMPLING.md).
+
+unsafe extern "C" fn entry_point_filter(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+) -> MonoProfilerCallInstrumentationFlags {
+    // SAFETY: as for `filter`.
+    let Some(method) = (unsafe { Method::new(method) }) else { return MONO_PROFILER_CALL_INSTRUMENTATION_NONE };
+    let entry = catch_unwind(AssertUnwindSafe(|| method.is_entry_point())).unwrap_or(false);
+    if entry {
+        MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE | MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE
+    } else {
+        MONO_PROFILER_CALL_INSTRUMENTATION_NONE
+    }
+}
+
+unsafe extern "C" fn entry_point_leave(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    _ctx: *mut MonoProfilerCallContext,
+) {
+    // SAFETY: the leave of a method the filter chose runs on its (attached) thread, during the
+    // callback.
+    unsafe { entry_point_returned(method) }
+}
+
+unsafe extern "C" fn entry_point_exception_leave(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    _exception: *mut MonoObject,
+) {
+    // SAFETY: as for `entry_point_leave`.
+    unsafe { entry_point_returned(method) }
+}
+
+/// # Safety
+/// `method` is the one Mono passed to a leave callback still running on the current thread.
+unsafe fn entry_point_returned(method: *mut MonoMethod) {
+    // SAFETY: per this function's contract.
+    let Some(method) = (unsafe { Method::new(method) }) else { return };
+    let Some(api) = api() else { return };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if !method.in_main_assembly() {
+            return; // another executable's `Main`, called as a method
+        }
+        // SAFETY: the current thread is attached (it runs a leave callback), so it has a thread
+        // info; setting its flags may take the GC lock, which a leave callback may.
+        unsafe {
+            let info = (api.mono_thread_info_current_unchecked)();
+            if info.is_null() {
+                return;
+            }
+            let flags = (api.mono_thread_info_get_flags)(info);
+            if flags & MONO_THREAD_INFO_FLAGS_NO_SAMPLE == 0 {
+                (api.mono_thread_info_set_flags)(flags | MONO_THREAD_INFO_FLAGS_NO_SAMPLE);
+            }
+        }
+    }));
 }
 
 // --- Hot trampolines: no guard (see `CallHooks`). ------------------------------------------------

@@ -351,7 +351,14 @@ impl Running {
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
                     kill_group(self.pid(), libc::SIGKILL);
-                    panic!("`{}` exited ({status}) but left a process holding its stdout open", self.what);
+                    // Killed, the group lets go of stderr: show what it said (e.g. a crash report).
+                    let stderr = self.stderr.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
+                    panic!(
+                        "`{}` exited ({status}) but left a process holding its stdout open; stdout:\n{}\nstderr:\n{}",
+                        self.what,
+                        String::from_utf8_lossy(&self.stdout),
+                        String::from_utf8_lossy(&stderr)
+                    );
                 }
             }
         }
