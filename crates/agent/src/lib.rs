@@ -33,6 +33,7 @@
 
 pub mod calibration;
 pub mod coreclr;
+mod events;
 mod ipc;
 mod log;
 mod mono;

@@ -84,6 +84,7 @@ fn nasty_profile() -> Profile {
     }
     let wall_ns = 2_000_000;
     Profile {
+        events: Default::default(),
         run: RunInfo {
             mode: Mode::Tracing,
             timing: Some(Timing::Exact),

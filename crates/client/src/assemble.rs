@@ -105,7 +105,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         agent_version: hello.agent_version.clone(),
         attach: None,
     };
-    let profile = Profile { run, methods, threads, nodes };
+    let profile = Profile { events: snapshot.events.clone(), run, methods, threads, nodes };
     profile.validate().ok()?;
     Some(profile)
 }

@@ -36,11 +36,24 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     fn thread_destroyed(&self, _thread: ThreadID) {}
     fn thread_assigned_to_os_thread(&self, _thread: ThreadID, _os_tid: u32) {}
     fn thread_name_changed(&self, _thread: ThreadID, _name: String) {}
-    fn exception_thrown(&self) {}
+    /// An exception was thrown (first chance); `exception` is valid during the callback only
+    /// (`ProfilerInfo::class_of_object`).
+    fn exception_thrown(&self, _exception: ObjectID) {}
     fn exception_unwind_function_enter(&self, _function: FunctionID) {}
     fn exception_unwind_function_leave(&self) {}
+    /// A catch block is about to run in `function` for `exception` (valid during the callback).
+    fn exception_catcher_enter(&self, _function: FunctionID, _exception: ObjectID) {}
     /// A catch block finished; the program continues after it.
     fn exception_catcher_leave(&self) {}
+    /// The runtime starts suspending the program's threads (`COR_PRF_MONITOR_SUSPENDS`).
+    fn runtime_suspend_started(&self, _reason: COR_PRF_SUSPEND_REASON) {}
+    /// The threads run again: the suspension ended (or was aborted before it completed).
+    fn runtime_resumed(&self) {}
+    /// A collection starts: `generations[g]` says whether generation `g` is collected (0–2, then
+    /// the large-object and pinned-object heaps). `COR_PRF_HIGH_BASIC_GC` or
+    /// `COR_PRF_MONITOR_GC`.
+    fn gc_started(&self, _generations: &[bool], _reason: COR_PRF_GC_REASON) {}
+    fn gc_finished(&self) {}
     /// A callback panicked: stop doing anything that could panic again.
     fn disable(&self) {}
 }
@@ -300,12 +313,72 @@ pub(crate) unsafe extern "system" fn thread_name_changed(
     })
 }
 
-pub(crate) unsafe extern "system" fn exception_thrown(
+pub(crate) unsafe extern "system" fn exception_thrown(_this: *mut ICorProfilerCallback11, object: ObjectID) -> HRESULT {
+    guard(|h| {
+        h.exception_thrown(object);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn exception_catcher_enter(
     _this: *mut ICorProfilerCallback11,
-    _object: ObjectID,
+    function: FunctionID,
+    object: ObjectID,
 ) -> HRESULT {
     guard(|h| {
-        h.exception_thrown();
+        h.exception_catcher_enter(function, object);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn runtime_suspend_started(
+    _this: *mut ICorProfilerCallback11,
+    reason: COR_PRF_SUSPEND_REASON,
+) -> HRESULT {
+    guard(|h| {
+        h.runtime_suspend_started(reason);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn runtime_suspend_aborted(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.runtime_resumed();
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn runtime_resume_finished(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.runtime_resumed();
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn garbage_collection_started(
+    _this: *mut ICorProfilerCallback11,
+    count: i32,
+    collected: *const BOOL,
+    reason: COR_PRF_GC_REASON,
+) -> HRESULT {
+    guard(|h| {
+        let mut generations = [false; 8];
+        let n = usize::try_from(count).unwrap_or(0).min(generations.len());
+        if !collected.is_null() {
+            // SAFETY: the runtime passes `count` BOOLs at `collected`; at most 8 are read.
+            let flags = unsafe { std::slice::from_raw_parts(collected, n) };
+            for (g, &flag) in generations.iter_mut().zip(flags) {
+                *g = flag != 0;
+            }
+        }
+        h.gc_started(&generations[..n], reason);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn garbage_collection_finished(_this: *mut ICorProfilerCallback11) -> HRESULT {
+    guard(|h| {
+        h.gc_finished();
         S_OK
     })
 }

@@ -55,11 +55,8 @@ ignored! {
     RemotingServerSendingReply(pCookie: *mut GUID, fIsAsync: BOOL);
     UnmanagedToManagedTransition(functionId: FunctionID, reason: COR_PRF_TRANSITION_REASON);
     ManagedToUnmanagedTransition(functionId: FunctionID, reason: COR_PRF_TRANSITION_REASON);
-    RuntimeSuspendStarted(suspendReason: COR_PRF_SUSPEND_REASON);
     RuntimeSuspendFinished();
-    RuntimeSuspendAborted();
     RuntimeResumeStarted();
-    RuntimeResumeFinished();
     RuntimeThreadSuspended(threadId: ThreadID);
     RuntimeThreadResumed(threadId: ThreadID);
     MovedReferences(cMovedObjectIDRanges: ULONG, oldObjectIDRangeStart: *const ObjectID, newObjectIDRangeStart: *const ObjectID, cObjectIDRangeLength: *const ULONG);
@@ -76,14 +73,11 @@ ignored! {
     ExceptionOSHandlerLeave(__unused: UINT_PTR);
     ExceptionUnwindFinallyEnter(functionId: FunctionID);
     ExceptionUnwindFinallyLeave();
-    ExceptionCatcherEnter(functionId: FunctionID, objectId: ObjectID);
     COMClassicVTableCreated(wrappedClassId: ClassID, implementedIID: REFGUID, pVTable: *mut c_void, cSlots: ULONG);
     COMClassicVTableDestroyed(wrappedClassId: ClassID, implementedIID: REFGUID, pVTable: *mut c_void);
     ExceptionCLRCatcherFound();
     ExceptionCLRCatcherExecute();
-    GarbageCollectionStarted(cGenerations: i32, generationCollected: *const BOOL, reason: COR_PRF_GC_REASON);
     SurvivingReferences(cSurvivingObjectIDRanges: ULONG, objectIDRangeStart: *const ObjectID, cObjectIDRangeLength: *const ULONG);
-    GarbageCollectionFinished();
     FinalizeableObjectQueued(finalizerFlags: DWORD, objectID: ObjectID);
     RootReferences2(cRootRefs: ULONG, rootRefIds: *const ObjectID, rootKinds: *const COR_PRF_GC_ROOT_KIND, rootFlags: *const COR_PRF_GC_ROOT_FLAGS, rootIds: *const UINT_PTR);
     HandleCreated(handleId: GCHandleID, initialObjectId: ObjectID);
@@ -147,11 +141,11 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     RemotingServerSendingReply: RemotingServerSendingReply,
     UnmanagedToManagedTransition: UnmanagedToManagedTransition,
     ManagedToUnmanagedTransition: ManagedToUnmanagedTransition,
-    RuntimeSuspendStarted: RuntimeSuspendStarted,
+    RuntimeSuspendStarted: runtime_suspend_started,
     RuntimeSuspendFinished: RuntimeSuspendFinished,
-    RuntimeSuspendAborted: RuntimeSuspendAborted,
+    RuntimeSuspendAborted: runtime_suspend_aborted,
     RuntimeResumeStarted: RuntimeResumeStarted,
-    RuntimeResumeFinished: RuntimeResumeFinished,
+    RuntimeResumeFinished: runtime_resume_finished,
     RuntimeThreadSuspended: RuntimeThreadSuspended,
     RuntimeThreadResumed: RuntimeThreadResumed,
     MovedReferences: MovedReferences,
@@ -171,16 +165,16 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     ExceptionUnwindFunctionLeave: exception_unwind_function_leave,
     ExceptionUnwindFinallyEnter: ExceptionUnwindFinallyEnter,
     ExceptionUnwindFinallyLeave: ExceptionUnwindFinallyLeave,
-    ExceptionCatcherEnter: ExceptionCatcherEnter,
+    ExceptionCatcherEnter: exception_catcher_enter,
     ExceptionCatcherLeave: exception_catcher_leave,
     COMClassicVTableCreated: COMClassicVTableCreated,
     COMClassicVTableDestroyed: COMClassicVTableDestroyed,
     ExceptionCLRCatcherFound: ExceptionCLRCatcherFound,
     ExceptionCLRCatcherExecute: ExceptionCLRCatcherExecute,
     ThreadNameChanged: thread_name_changed,
-    GarbageCollectionStarted: GarbageCollectionStarted,
+    GarbageCollectionStarted: garbage_collection_started,
     SurvivingReferences: SurvivingReferences,
-    GarbageCollectionFinished: GarbageCollectionFinished,
+    GarbageCollectionFinished: garbage_collection_finished,
     FinalizeableObjectQueued: FinalizeableObjectQueued,
     RootReferences2: RootReferences2,
     HandleCreated: HandleCreated,

@@ -294,6 +294,41 @@ impl ProfilerInfo {
         Ok(MethodNames { name, signature, assembly, module: module_name })
     }
 
+    /// The class of an object the runtime passed to the running callback.
+    pub fn class_of_object(&self, object: ObjectID) -> Result<ClassID, HResult> {
+        let mut class: ClassID = 0;
+        call!(self.GetClassFromObject(object, &mut class))?;
+        Ok(class)
+    }
+
+    /// A class's name, `Namespace.Outer+Inner` (a generic instantiation by its definition's name,
+    /// ``Acme.Box`1``). Fails for classes without a TypeDef (arrays, pointers).
+    pub fn class_name(&self, class: ClassID) -> Result<String, HResult> {
+        let (mut module, mut type_def, mut parent, mut type_args) = (0usize, 0u32, 0usize, 0u32);
+        call!(self.GetClassIDInfo2(class, &mut module, &mut type_def, &mut parent, 0, &mut type_args, null_mut()))?;
+        if type_def == 0 {
+            return Err(HResult(E_FAIL));
+        }
+        let mut import: *mut IUnknown = null_mut();
+        call!(self.GetModuleMetaData(module, ofRead, &IID_IMetaDataImport, &mut import))?;
+        let import = metadata::Import::new(import.cast()).ok_or(HResult(E_POINTER))?;
+        import.type_def_name(type_def)
+    }
+
+    /// The bytes the managed heap's generations hold (`GetGenerationBounds`: the sum of the
+    /// ranges' lengths). Consistent during a garbage-collection callback.
+    pub fn heap_bytes(&self) -> Result<u64, HResult> {
+        let mut count: ULONG = 0;
+        call!(self.GetGenerationBounds(0, &mut count, null_mut()))?;
+        let mut ranges: Vec<COR_PRF_GC_GENERATION_RANGE> = Vec::with_capacity(count as usize + 16);
+        let mut written: ULONG = 0;
+        let capacity = ranges.capacity() as ULONG;
+        call!(self.GetGenerationBounds(capacity, &mut written, ranges.as_mut_ptr()))?;
+        // SAFETY: the runtime wrote `written` ranges (at most `capacity`) into the buffer.
+        unsafe { ranges.set_len(written.min(capacity) as usize) };
+        Ok(ranges.iter().map(|r| r.rangeLength as u64).sum())
+    }
+
     /// A function's class, module and MethodDef token (`GetFunctionInfo`). Asks for no metadata
     /// interface (see `sonde_metadata::tables`).
     pub fn function_info(&self, function: FunctionID) -> Result<(ClassID, ModuleID, u32), HResult> {

@@ -64,7 +64,7 @@ impl Import {
     }
 
     /// A TypeDef's name with its enclosing types: `Namespace.Outer+Inner`.
-    fn type_def_name(&self, mut class: mdTypeDef) -> Result<String, HResult> {
+    pub(crate) fn type_def_name(&self, mut class: mdTypeDef) -> Result<String, HResult> {
         let mut parts = Vec::new();
         for _ in 0..MAX_NESTING {
             let (mut flags, mut extends) = (0u32, 0u32);

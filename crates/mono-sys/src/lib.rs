@@ -122,6 +122,34 @@ pub type MonoProfilerThreadStoppedCallback = unsafe extern "C" fn(prof: *mut Mon
 pub type MonoProfilerThreadNameCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, tid: usize, name: *const c_char);
 pub type MonoProfilerExceptionThrowCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, exception: *mut MonoObject);
+/// `MonoExceptionEnum` (metadata/metadata.h): the kind of clause a handler belongs to.
+pub type MonoExceptionEnum = c_int;
+/// A typed `catch` clause.
+pub const MONO_EXCEPTION_CLAUSE_NONE: c_int = 0;
+/// A `catch … when (filter)` clause whose filter accepted the exception.
+pub const MONO_EXCEPTION_CLAUSE_FILTER: c_int = 1;
+pub const MONO_EXCEPTION_CLAUSE_FINALLY: c_int = 2;
+pub const MONO_EXCEPTION_CLAUSE_FAULT: c_int = 4;
+pub type MonoProfilerExceptionClauseCallback = unsafe extern "C" fn(
+    prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    clause_num: u32,
+    clause_type: MonoExceptionEnum,
+    exception: *mut MonoObject,
+);
+/// `MonoProfilerGCEvent` (metadata/profiler.h), in the order SGen raises them for a collection.
+pub type MonoProfilerGCEvent = c_int;
+pub const MONO_GC_EVENT_PRE_STOP_WORLD: c_int = 6;
+/// The GC and suspend locks are held from here to `MONO_GC_EVENT_POST_START_WORLD_UNLOCKED`.
+pub const MONO_GC_EVENT_PRE_STOP_WORLD_LOCKED: c_int = 10;
+pub const MONO_GC_EVENT_POST_STOP_WORLD: c_int = 7;
+pub const MONO_GC_EVENT_START: c_int = 0;
+pub const MONO_GC_EVENT_END: c_int = 5;
+pub const MONO_GC_EVENT_PRE_START_WORLD: c_int = 8;
+pub const MONO_GC_EVENT_POST_START_WORLD: c_int = 9;
+pub const MONO_GC_EVENT_POST_START_WORLD_UNLOCKED: c_int = 11;
+pub type MonoProfilerGCEventCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, event: MonoProfilerGCEvent, generation: u32, is_serial: mono_bool);
 pub type MonoProfilerJitDoneCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo);
 /// Runs in Mono's profiling signal handler, on the sampled thread; `context` is the signal's
@@ -199,6 +227,9 @@ mono_api! {
     mono_profiler_set_thread_stopped_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadStoppedCallback>);
     mono_profiler_set_thread_name_callback: fn(MonoProfilerHandle, Option<MonoProfilerThreadNameCallback>);
     mono_profiler_set_exception_throw_callback: fn(MonoProfilerHandle, Option<MonoProfilerExceptionThrowCallback>);
+    mono_profiler_set_exception_clause_callback: fn(MonoProfilerHandle, Option<MonoProfilerExceptionClauseCallback>);
+    mono_profiler_enable_clauses: fn() -> mono_bool;
+    mono_profiler_set_gc_event_callback: fn(MonoProfilerHandle, Option<MonoProfilerGCEventCallback>);
     mono_profiler_set_jit_done_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitDoneCallback>);
     mono_profiler_set_sample_hit_callback: fn(MonoProfilerHandle, Option<MonoProfilerSampleHitCallback>);
     mono_profiler_enable_sampling: fn(MonoProfilerHandle) -> mono_bool;
@@ -212,8 +243,14 @@ mono_api! {
     mono_method_get_class: fn(*mut MonoMethod) -> *mut MonoClass;
     mono_class_get_type_token: fn(*mut MonoClass) -> u32;
     mono_class_get_image: fn(*mut MonoClass) -> *mut MonoImage;
+    // object.h, class.h: an exception's type
+    mono_object_get_class: fn(*mut MonoObject) -> *mut MonoClass;
+    mono_class_get_name: fn(*mut MonoClass) -> *const c_char;
+    mono_class_get_namespace: fn(*mut MonoClass) -> *const c_char;
+    mono_class_get_nesting_type: fn(*mut MonoClass) -> *mut MonoClass;
     // image.h, assembly.h
     mono_image_get_entry_point: fn(*mut MonoImage) -> u32;
+    mono_image_is_dynamic: fn(*mut MonoImage) -> mono_bool;
     mono_assembly_get_main: fn() -> *mut MonoAssembly;
     mono_assembly_get_image: fn(*mut MonoAssembly) -> *mut MonoImage;
     // utils/mono-threads.h (MONO_API, outside the embedding headers)
@@ -257,6 +294,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 41);
+        assert_eq!(MonoApi::NAMES.len(), 49);
     }
 }

@@ -119,11 +119,12 @@ impl Method<'_> {
     }
 
     /// Whether the method is its image's entry point (the `Main` of an executable), from the
-    /// image's header: three getters, no name built.
+    /// image's header: a few getters, no name built. A dynamic image (`AssemblyBuilder`) has no
+    /// header — Mono's getter crashes on one — and no entry point that `mono` runs.
     pub fn is_entry_point(&self) -> bool {
         let Some((api, image, token, _)) = self.rows() else { return false };
-        // SAFETY: a getter on the live image.
-        token == unsafe { (api.mono_image_get_entry_point)(image) }
+        // SAFETY: getters on the live image; the entry point only of an image with a header.
+        unsafe { (api.mono_image_is_dynamic)(image) == 0 && token == (api.mono_image_get_entry_point)(image) }
     }
 
     /// Whether the method's image is the main assembly's (the program `mono PROGRAM.exe` runs).

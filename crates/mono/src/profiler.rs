@@ -21,7 +21,14 @@ pub trait Events: 'static {
     fn thread_stopped(_thread: usize) {}
     /// A thread was named (possibly before it started).
     fn thread_name(_thread: usize, _name: &CStr) {}
-    fn exception_throw() {}
+    /// An exception was thrown (first chance, rethrows included).
+    fn exception_throw(_exception: Exception<'_>) {}
+    /// A catch handler (typed, or a `when` filter's that accepted) is about to run for
+    /// `exception`.
+    fn exception_caught(_exception: Exception<'_>) {}
+    /// A step of a garbage collection (`MONO_GC_EVENT_*`, in SGen's order): `generation` is the
+    /// one collected (0: the nursery, 1: the major heap).
+    fn gc_event(_event: GcEvent, _generation: u32) {}
     /// Per method Mono is about to compile: true to get the [`CallHooks`] on its calls (enter,
     /// leave, tail call, exceptional leave; no call contexts, which cost a copy of the frame).
     fn instrument(_method: Method<'_>) -> bool {
@@ -70,7 +77,8 @@ impl Profiler {
         Profiler { api, handle }
     }
 
-    /// Registers `E`'s runtime, thread and exception events.
+    /// Registers `E`'s runtime, thread, exception and collection events. Must run in the init
+    /// function.
     pub fn set_events<E: Events>(&self) {
         // SAFETY: (all) Mono's registration functions on our live handle, with trampolines whose
         // signatures are the header's callback types.
@@ -82,6 +90,12 @@ impl Profiler {
             (self.api.mono_profiler_set_thread_stopped_callback)(self.handle, Some(thread_stopped::<E>));
             (self.api.mono_profiler_set_thread_name_callback)(self.handle, Some(thread_name::<E>));
             (self.api.mono_profiler_set_exception_throw_callback)(self.handle, Some(exception_throw::<E>));
+            // Mono raises clause events only once asked to, in the init function (which is where
+            // `set_events` runs): the JIT then emits a call before each handler.
+            if (self.api.mono_profiler_enable_clauses)() != 0 {
+                (self.api.mono_profiler_set_exception_clause_callback)(self.handle, Some(exception_clause::<E>));
+            }
+            (self.api.mono_profiler_set_gc_event_callback)(self.handle, Some(gc_event::<E>));
         }
     }
 
@@ -173,8 +187,133 @@ unsafe extern "C" fn thread_name<E: Events>(_prof: *mut MonoProfiler, tid: usize
     guard::<E, _>((), || E::thread_name(tid, name));
 }
 
-unsafe extern "C" fn exception_throw<E: Events>(_prof: *mut MonoProfiler, _exception: *mut MonoObject) {
-    guard::<E, _>((), E::exception_throw);
+unsafe extern "C" fn exception_throw<E: Events>(_prof: *mut MonoProfiler, exception: *mut MonoObject) {
+    // SAFETY: the exception Mono passed to this callback, on the throwing (attached) thread.
+    let exception = unsafe { Exception::new(exception) };
+    guard::<E, _>((), || E::exception_throw(exception));
+}
+
+thread_local! {
+    /// The last filter clause Mono reported on this thread: `(method, clause, exception)`.
+    static LAST_FILTER: std::cell::Cell<(usize, u32, usize)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// Mono reports a `catch … when` clause twice when its filter accepts — once as the filter runs
+/// (first pass), once as the handler runs (second pass) — and once when it rejects. Only the
+/// second report of the same clause for the same exception is a catch.
+unsafe extern "C" fn exception_clause<E: Events>(
+    _prof: *mut MonoProfiler,
+    method: *mut MonoMethod,
+    clause: u32,
+    kind: MonoExceptionEnum,
+    exception: *mut MonoObject,
+) {
+    match kind {
+        MONO_EXCEPTION_CLAUSE_NONE => {}
+        MONO_EXCEPTION_CLAUSE_FILTER => {
+            let this = (method as usize, clause, exception as usize);
+            let handler = LAST_FILTER.with(|last| {
+                if last.get() == this {
+                    last.set((0, 0, 0));
+                    true
+                } else {
+                    last.set(this);
+                    false
+                }
+            });
+            if !handler {
+                return;
+            }
+        }
+        _ => return, // finally and fault handlers run on the way out, they catch nothing
+    }
+    // SAFETY: as for `exception_throw`.
+    let exception = unsafe { Exception::new(exception) };
+    guard::<E, _>((), || E::exception_caught(exception));
+}
+
+unsafe extern "C" fn gc_event<E: Events>(
+    _prof: *mut MonoProfiler,
+    event: MonoProfilerGCEvent,
+    generation: u32,
+    _serial: mono_bool,
+) {
+    let event = match event {
+        MONO_GC_EVENT_PRE_STOP_WORLD => GcEvent::PreStopWorld,
+        MONO_GC_EVENT_START => GcEvent::Start,
+        MONO_GC_EVENT_END => GcEvent::End,
+        MONO_GC_EVENT_POST_START_WORLD => GcEvent::PostStartWorld,
+        _ => return,
+    };
+    guard::<E, _>((), || E::gc_event(event, generation));
+}
+
+/// The steps of a collection that [`Events::gc_event`] receives, in SGen's order (the others are
+/// not passed on). Between `PreStopWorld` and `PostStartWorld` the program's threads stop. The
+/// collecting thread holds the GC lock through all of them (even past Mono's
+/// `POST_START_WORLD_UNLOCKED`, which releases the suspend lock only, in a `GC.Collect`): a call
+/// that takes it — `mono_gc_get_used_size`, `mono_gc_get_heap_size` — deadlocks there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcEvent {
+    PreStopWorld,
+    Start,
+    End,
+    PostStartWorld,
+}
+
+/// An exception object Mono passed to a callback that is still running, on its (attached)
+/// thread.
+#[derive(Clone, Copy)]
+pub struct Exception<'cb> {
+    object: *mut MonoObject,
+    _callback: PhantomData<&'cb MonoObject>,
+}
+
+impl Exception<'_> {
+    /// # Safety
+    /// `object` is null or an object Mono passed to a callback that outlives the value, on a
+    /// thread attached to the runtime.
+    unsafe fn new(object: *mut MonoObject) -> Self {
+        Exception { object, _callback: PhantomData }
+    }
+
+    fn class(&self) -> *mut MonoClass {
+        match api() {
+            // SAFETY: a live object (see `new`); the getter only reads its vtable.
+            Some(api) if !self.object.is_null() => unsafe { (api.mono_object_get_class)(self.object) },
+            _ => null_mut(),
+        }
+    }
+
+    /// The exception's class, as a key (0: unknown).
+    pub fn class_key(&self) -> usize {
+        self.class() as usize
+    }
+
+    /// `Namespace.Outer+Inner`, from the class and its enclosing classes.
+    pub fn type_name(&self) -> Option<String> {
+        let api = api()?;
+        let mut class = self.class();
+        let mut parts = Vec::new();
+        let mut namespace = String::new();
+        for _ in 0..16 {
+            if class.is_null() {
+                break;
+            }
+            // SAFETY: getters on a live class; the strings belong to its image and are copied.
+            unsafe {
+                parts.push(crate::c_string((api.mono_class_get_name)(class)));
+                namespace = crate::c_string((api.mono_class_get_namespace)(class));
+                class = (api.mono_class_get_nesting_type)(class);
+            }
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        parts.reverse();
+        let name = parts.join("+");
+        Some(if namespace.is_empty() { name } else { format!("{namespace}.{name}") })
+    }
 }
 
 unsafe extern "C" fn filter<E: Events>(

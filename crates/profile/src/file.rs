@@ -25,12 +25,13 @@
 //! | name | model field | since |
 //! |---|---|---|
 //! | `attach` | `RunInfo::attach` ([`crate::model::Attach`]) | version 2 |
+//! | `events` | `Profile::events` ([`crate::model::RuntimeEvents`]), when not empty | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::{InvalidProfile, Profile};
+use crate::model::{InvalidProfile, Profile, RuntimeEvents};
 
 /// The first eight bytes of every profile file.
 pub const MAGIC: [u8; 8] = *b"SONDEPRF";
@@ -145,14 +146,19 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if let Some(attach) = &profile.run.attach {
         list.push(("attach".to_string(), postcard::to_stdvec(attach).expect("a plain struct encodes")));
     }
+    if profile.events != RuntimeEvents::default() {
+        list.push(("events".to_string(), postcard::to_stdvec(&profile.events).expect("a plain struct encodes")));
+    }
     list
 }
 
 /// Puts the extensions this build knows back into `profile`; others are ignored.
 fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result<(), postcard::Error> {
     for (name, bytes) in list {
-        if name == "attach" {
-            profile.run.attach = Some(postcard::from_bytes(bytes)?);
+        match name.as_str() {
+            "attach" => profile.run.attach = Some(postcard::from_bytes(bytes)?),
+            "events" => profile.events = postcard::from_bytes(bytes)?,
+            _ => {}
         }
     }
     Ok(())

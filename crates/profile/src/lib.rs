@@ -22,6 +22,6 @@ mod testkit;
 pub use analysis::{Analysis, CallTree, Edge, MethodStats, ThreadTotals, Totals, hot_path, thread_totals};
 pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_profile, save, write_profile};
 pub use model::{
-    Attach, Compensation, InvalidProfile, LostSamples, Method, Mode, Node, Profile, RunInfo, Runtime, SampleClock,
-    Thread, Timing,
+    Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, InvalidProfile, LostSamples,
+    Method, Mode, Node, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, Thread, Timing,
 };

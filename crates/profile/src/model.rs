@@ -190,6 +190,108 @@ pub struct Profile {
     pub threads: Vec<Thread>,
     /// Parents precede children.
     pub nodes: Vec<Node>,
+    /// The runtime's events (exceptions, collections): an extension of the file (`file`), hence
+    /// `skip` in the version-1 payload. Empty when the recording had none.
+    #[serde(skip)]
+    pub events: RuntimeEvents,
+}
+
+/// What the runtime reported besides calls and samples (`docs/EVENTS.md`). Counts are cumulative
+/// from the agent's start (an attached recording: from the attach).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeEvents {
+    /// Exceptions by type, in the order each type was first thrown.
+    pub exceptions: Vec<ExceptionCount>,
+    /// Garbage collections.
+    pub gc: GcSummary,
+}
+
+/// Exceptions of one type: first-chance throws (a rethrow counts again) and catches (a catch
+/// handler entered; a `when` filter that rejects does not count).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExceptionCount {
+    /// `Namespace.Type`, nested types joined with `+`.
+    pub type_name: String,
+    pub thrown: u64,
+    pub caught: u64,
+}
+
+/// The garbage collections of the run: totals over all of them, and the most recent ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcSummary {
+    /// Collections by the generation they condemned: `[gen0, gen1, gen2]` (each counted once; a
+    /// collection of the large-object or pinned heap counts as gen2; Mono's major collection as
+    /// gen1, its nursery collection as gen0).
+    pub count_by_gen: [u64; 3],
+    /// Time the runtime was suspended for collections (suspension start to resume end).
+    pub pause_ns_total: u64,
+    pub pause_ns_max: u64,
+    /// One record per collection, oldest first; at most [`GcSummary::MAX_RECORDS`] (the most
+    /// recent ones) — the totals above count them all.
+    pub collections: Vec<GcCollection>,
+}
+
+impl GcSummary {
+    /// Records kept per run (a service collecting 10 times a second fills it in about two hours).
+    pub const MAX_RECORDS: usize = 65_536;
+
+    pub fn count(&self) -> u64 {
+        self.count_by_gen.iter().sum()
+    }
+}
+
+/// One garbage collection. Times are nanoseconds from the agent's start, like `wall_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcCollection {
+    /// The generation condemned (0, 1 or 2).
+    pub generation: u8,
+    pub reason: GcReason,
+    pub kind: GcKind,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Suspension of the runtime for this collection (0 when none was seen: a background
+    /// collection runs beside the program).
+    pub pause_ns: u64,
+    /// The managed heap after the collection, all generations, in bytes (0: not known).
+    pub heap_bytes_after: u64,
+}
+
+/// Why a collection ran, as far as the runtime tells a profiler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GcReason {
+    /// `GC.Collect` (or another explicit request).
+    Induced,
+    /// Allocation or memory pressure (CoreCLR's profiling API does not say more).
+    Other,
+    /// The runtime does not tell (Mono).
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GcKind {
+    /// The program's threads are suspended for the whole collection.
+    Blocking,
+    /// CoreCLR's background gen2 collection, which runs while the program does.
+    Background,
+}
+
+impl GcReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GcReason::Induced => "induced",
+            GcReason::Other => "other",
+            GcReason::Unknown => "unknown",
+        }
+    }
+}
+
+impl GcKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GcKind::Blocking => "blocking",
+            GcKind::Background => "background",
+        }
+    }
 }
 
 /// How a profile breaks an invariant that readers rely on ([`Profile::validate`]). Each message is

@@ -36,6 +36,7 @@ impl Builder {
     pub fn new() -> Builder {
         Builder {
             profile: Profile {
+                events: Default::default(),
                 run: run_info(Mode::Tracing),
                 methods: Vec::new(),
                 threads: Vec::new(),

@@ -100,6 +100,27 @@ mod tests {
             superseded: 0,
             fatal_signal: None,
             stacks_walked: 1,
+            events: sonde_profile::RuntimeEvents {
+                exceptions: vec![sonde_profile::ExceptionCount {
+                    type_name: "System.InvalidOperationException".into(),
+                    thrown: 4,
+                    caught: 3,
+                }],
+                gc: sonde_profile::GcSummary {
+                    count_by_gen: [3, 1, 0],
+                    pause_ns_total: 700,
+                    pause_ns_max: 400,
+                    collections: vec![sonde_profile::GcCollection {
+                        generation: 1,
+                        reason: sonde_profile::GcReason::Other,
+                        kind: sonde_profile::GcKind::Blocking,
+                        start_ns: 5,
+                        end_ns: 9,
+                        pause_ns: 400,
+                        heap_bytes_after: 4096,
+                    }],
+                },
+            },
         })
     }
 

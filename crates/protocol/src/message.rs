@@ -8,10 +8,10 @@
 //! repeat some: the receiver keeps one record per id).
 
 use serde::{Deserialize, Serialize};
-use sonde_profile::{LostSamples, Mode, Runtime, SampleClock, Timing};
+use sonde_profile::{LostSamples, Mode, Runtime, RuntimeEvents, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -139,4 +139,6 @@ pub struct Snapshot {
     pub fatal_signal: Option<i32>,
     /// [`ControllerMessage::WalkStacks`] requests done so far (walked or failed).
     pub stacks_walked: u32,
+    /// The runtime's events so far (cumulative, like the trees).
+    pub events: RuntimeEvents,
 }

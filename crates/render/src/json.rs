@@ -1,5 +1,6 @@
-//! The `sonde.report/1` JSON contract: one object with the run facts and three flat arrays
-//! (threads, methods, nodes) whose ids are their indices.
+//! The `sonde.report/1` JSON contract: one object with the run facts, three flat arrays
+//! (threads, methods, nodes) whose ids are their indices, and the runtime's events (exceptions,
+//! gc).
 //!
 //! The structs below are the contract, field for field and in order; they borrow from the
 //! profile so that nothing is copied, and the arrays are produced by iterators while
@@ -7,7 +8,7 @@
 //! are deliberately separate from the model's own serde derives: a change to the model must not
 //! silently change the report.
 //!
-//! Every element of the three arrays goes on its own line (see [`LineFormatter`]): the output
+//! Every element of the arrays (and of `gc.collections`) goes on its own line (see [`LineFormatter`]): the output
 //! stays compact for programs yet diffs line by line in golden tests and code review.
 
 use std::io::{self, BufWriter, Write};
@@ -96,6 +97,29 @@ impl Renderer for JsonRenderer {
                     total_samples: n.total_samples,
                 })
             }),
+            exceptions: Seq(|| {
+                profile.events.exceptions.iter().map(|e| ExceptionView {
+                    r#type: &e.type_name,
+                    thrown: e.thrown,
+                    caught: e.caught,
+                })
+            }),
+            gc: GcView {
+                count_by_gen: profile.events.gc.count_by_gen,
+                pause_ns_total: profile.events.gc.pause_ns_total,
+                pause_ns_max: profile.events.gc.pause_ns_max,
+                collections: Seq(|| {
+                    profile.events.gc.collections.iter().map(|c| CollectionView {
+                        r#gen: c.generation,
+                        reason: c.reason.as_str(),
+                        kind: c.kind.as_str(),
+                        start_ns: c.start_ns,
+                        end_ns: c.end_ns,
+                        pause_ns: c.pause_ns,
+                        heap_bytes_after: c.heap_bytes_after,
+                    })
+                }),
+            },
         };
         let mut out = BufWriter::new(out);
         let mut ser = serde_json::Serializer::with_formatter(&mut out, LineFormatter::default());
@@ -106,7 +130,7 @@ impl Renderer for JsonRenderer {
 }
 
 #[derive(Serialize)]
-struct Report<'a, T, M, N> {
+struct Report<'a, T, M, N, E, C> {
     schema: &'static str,
     mode: &'static str,
     timing: Option<&'static str>,
@@ -129,6 +153,34 @@ struct Report<'a, T, M, N> {
     threads: T,
     methods: M,
     nodes: N,
+    exceptions: E,
+    gc: GcView<C>,
+}
+
+#[derive(Serialize)]
+struct ExceptionView<'a> {
+    r#type: &'a str,
+    thrown: u64,
+    caught: u64,
+}
+
+#[derive(Serialize)]
+struct GcView<C> {
+    count_by_gen: [u64; 3],
+    pause_ns_total: u64,
+    pause_ns_max: u64,
+    collections: C,
+}
+
+#[derive(Serialize)]
+struct CollectionView {
+    r#gen: u8,
+    reason: &'static str,
+    kind: &'static str,
+    start_ns: u64,
+    end_ns: u64,
+    pause_ns: u64,
+    heap_bytes_after: u64,
 }
 
 /// `{"reason": count, …}` in the profile's order.
@@ -227,16 +279,28 @@ enum Container {
 }
 
 impl LineFormatter {
-    /// Directly inside an array that is a value of the top-level object.
-    fn in_top_level_array(&self) -> bool {
-        matches!(self.open.as_slice(), [Container::Object, Container::Array { .. }])
+    /// Directly inside an array that is a value of the top-level object, or of an object that is
+    /// one (`gc.collections`): its objects go one per line.
+    fn in_listing_array(&self) -> bool {
+        matches!(
+            self.open.as_slice(),
+            [Container::Object, Container::Array { .. }]
+                | [Container::Object, Container::Object, Container::Array { .. }]
+        )
+    }
+
+    /// Directly inside the top-level object, or an object that is a value of it.
+    fn listing_array_parent(&self) -> bool {
+        matches!(self.open.as_slice(), [Container::Object] | [Container::Object, Container::Object])
     }
 }
 
 impl Formatter for LineFormatter {
     fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        if self.in_top_level_array() {
-            self.open[1] = Container::Array { had_objects: true };
+        if self.in_listing_array() {
+            if let Some(last) = self.open.last_mut() {
+                *last = Container::Array { had_objects: true };
+            }
             w.write_all(b"\n")?;
         }
         self.open.push(Container::Object);
@@ -265,7 +329,7 @@ impl Formatter for LineFormatter {
     }
 
     fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        if self.open.pop() == Some(Container::Array { had_objects: true }) && self.open.len() == 1 {
+        if self.open.pop() == Some(Container::Array { had_objects: true }) && self.listing_array_parent() {
             w.write_all(b"\n")?;
         }
         w.write_all(b"]")

@@ -13,6 +13,9 @@ use crate::fmt::{Clean, command_line, count, duration, percent};
 /// How many methods the hot-methods table lists.
 const HOT_METHODS: usize = 30;
 
+/// How many exception types the exceptions table lists.
+const EXCEPTION_TYPES: usize = 20;
+
 /// Renders the text report.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TextRenderer;
@@ -27,6 +30,7 @@ impl Renderer for TextRenderer {
         header(&mut out, &view)?;
         hot_methods(&mut out, &view)?;
         hot_path_section(&mut out, &view)?;
+        runtime_events(&mut out, &view)?;
         call_graph::write(&mut out, &view)?;
         out.flush()
     }
@@ -198,6 +202,60 @@ fn hot_methods(out: &mut impl Write, view: &View) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Garbage collections and exceptions, when the run had any.
+fn runtime_events(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let events = &view.profile.events;
+    let gc = &events.gc;
+    if gc.count() > 0 {
+        let [g0, g1, g2] = gc.count_by_gen.map(count);
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Garbage collections: {} (gen0 {g0}, gen1 {g1}, gen2 {g2}); paused {} in all, {} at most, {} of the run",
+            count(gc.count()),
+            duration(gc.pause_ns_total),
+            duration(gc.pause_ns_max),
+            percent(gc.pause_ns_total, view.profile.run.wall_ns),
+        )?;
+        if let Some(last) = gc.collections.iter().rev().find(|c| c.heap_bytes_after > 0) {
+            writeln!(out, "  heap after the last one measured: {}", bytes(last.heap_bytes_after))?;
+        }
+    }
+    if !events.exceptions.is_empty() {
+        let thrown: u64 = events.exceptions.iter().map(|e| e.thrown).sum();
+        let caught: u64 = events.exceptions.iter().map(|e| e.caught).sum();
+        let mut ranked: Vec<_> = events.exceptions.iter().collect();
+        ranked.sort_by_key(|e| std::cmp::Reverse(e.thrown));
+        writeln!(out)?;
+        let shown = if ranked.len() > EXCEPTION_TYPES {
+            format!(" (top {EXCEPTION_TYPES} of {} types)", ranked.len())
+        } else {
+            String::new()
+        };
+        writeln!(out, "Exceptions: {} thrown, {} caught{shown}", count(thrown), count(caught))?;
+        writeln!(out, "{:>12}  {:>12}  type", "thrown", "caught")?;
+        for e in ranked.iter().take(EXCEPTION_TYPES) {
+            writeln!(out, "{:>12}  {:>12}  {}", count(e.thrown), count(e.caught), Clean(&e.type_name))?;
+        }
+    }
+    Ok(())
+}
+
+/// `512 B`, `1.5 MB` (powers of 1024, one decimal).
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 fn hot_path_section(out: &mut impl Write, view: &View) -> io::Result<()> {

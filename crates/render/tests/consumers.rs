@@ -150,7 +150,13 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
         }
     }
     // Without expectations: structure only, on an empty profile.
-    let empty = Profile { run: profiles::run(Mode::Sampling), methods: vec![], threads: vec![], nodes: vec![] };
+    let empty = Profile {
+        events: Default::default(),
+        run: profiles::run(Mode::Sampling),
+        methods: vec![],
+        threads: vec![],
+        nodes: vec![],
+    };
     for (file, format) in [("empty.speedscope.json", Format::Speedscope), ("empty.pb.gz", Format::Pprof)] {
         let path = dir.join(file);
         let _ = std::fs::remove_file(format!("{}.expect.json", path.display()));

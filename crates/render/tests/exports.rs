@@ -119,7 +119,13 @@ fn the_flame_graph_is_deterministic_and_escapes_names() {
 
 #[test]
 fn an_empty_profile_exports_empty_but_valid_files() {
-    let profile = Profile { run: profiles::run(Mode::Tracing), methods: vec![], threads: vec![], nodes: vec![] };
+    let profile = Profile {
+        events: Default::default(),
+        run: profiles::run(Mode::Tracing),
+        methods: vec![],
+        threads: vec![],
+        nodes: vec![],
+    };
     assert_eq!(text(Format::Collapsed, &profile), "");
     let json: serde_json::Value = serde_json::from_slice(&render(Format::Speedscope, &profile)).unwrap();
     assert_eq!(json["profiles"].as_array().unwrap().len(), 1);
@@ -155,6 +161,7 @@ fn deep_recursion_renders() {
     let rows: Vec<profiles::Row> = (0..depth).map(|i| (0, i.checked_sub(1), 7, 1, 10, 1)).collect();
     for mode in [Mode::Tracing, Mode::Sampling] {
         let profile = Profile {
+            events: Default::default(),
             run: profiles::run(mode),
             methods: profiles::methods(),
             threads: vec![sonde_profile::Thread {

@@ -8,7 +8,10 @@
 
 use std::path::PathBuf;
 
-use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_profile::{
+    Compensation, ExceptionCount, GcCollection, GcKind, GcReason, Method, Mode, Node, Profile, RunInfo, Runtime,
+    RuntimeEvents, Thread, Timing,
+};
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
 #[path = "support/pprof_text.rs"]
@@ -92,6 +95,7 @@ fn tracing_profile() -> Profile {
     run.compensation = Some(Compensation { inner_ns_per_call: 14.25, outer_ns_per_call: 3.5 });
     run.lost = 3;
     Profile {
+        events: Default::default(),
         run,
         methods: methods(),
         threads: vec![thread(4242, None, 12_000_000), thread(4250, Some("Worker «1»"), 900_000)],
@@ -117,7 +121,33 @@ fn sampling_profile() -> Profile {
     run.incomplete = true;
     run.exit_code = None;
     let ms = 1_000_000;
+    let mut events = RuntimeEvents {
+        exceptions: vec![
+            ExceptionCount { type_name: "System.IO.IOException".into(), thrown: 12, caught: 12 },
+            ExceptionCount { type_name: "Acme.Parser+BadToken\u{1b}[2J".into(), thrown: 3, caught: 1 },
+        ],
+        ..RuntimeEvents::default()
+    };
+    events.gc.count_by_gen = [2, 0, 1];
+    events.gc.pause_ns_total = 3 * ms;
+    events.gc.pause_ns_max = 2 * ms;
+    for (generation, reason, start, pause, heap) in [
+        (0, GcReason::Other, ms, ms / 2, 1 << 20),
+        (0, GcReason::Other, 4 * ms, ms / 2, 2 << 20),
+        (2, GcReason::Induced, 8 * ms, 2 * ms, 1 << 19),
+    ] {
+        events.gc.collections.push(GcCollection {
+            generation,
+            reason,
+            kind: GcKind::Blocking,
+            start_ns: start,
+            end_ns: start + pause,
+            pause_ns: pause,
+            heap_bytes_after: heap,
+        });
+    }
     Profile {
+        events,
         run,
         methods: methods(),
         threads: vec![thread(4242, Some("Main"), 12_000_000)],
@@ -268,7 +298,15 @@ fn json_parses_back_with_the_contract_keys_in_order() {
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
             "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
             "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
+            "exceptions", "gc",
         ]);
+        assert_eq!(keys(&json["gc"]), ["count_by_gen", "pause_ns_total", "pause_ns_max", "collections"]);
+        for c in json["gc"]["collections"].as_array().unwrap() {
+            assert_eq!(keys(c), ["gen", "reason", "kind", "start_ns", "end_ns", "pause_ns", "heap_bytes_after"]);
+        }
+        for e in json["exceptions"].as_array().unwrap() {
+            assert_eq!(keys(e), ["type", "thrown", "caught"]);
+        }
         assert_eq!(json["schema"], "sonde.report/1");
         assert_eq!(keys(&json["runtime"]), ["kind", "version"]);
         if !json["compensation"].is_null() {
@@ -338,7 +376,13 @@ fn json_reports_recursion_aware_totals_and_exact_names() {
 
 #[test]
 fn an_empty_profile_renders() {
-    let profile = Profile { run: run(Mode::Tracing), methods: vec![], threads: vec![], nodes: vec![] };
+    let profile = Profile {
+        events: Default::default(),
+        run: run(Mode::Tracing),
+        methods: vec![],
+        threads: vec![],
+        nodes: vec![],
+    };
     for format in Format::ALL {
         // Folded stacks of nothing are no lines at all.
         assert!(!render_bytes(format, &profile).is_empty() || format == Format::Collapsed, "{format}");

@@ -16,6 +16,7 @@ mod frames;
 pub mod hooks;
 
 use crate::calibration;
+use crate::events;
 use crate::ipc::link::SnapshotFacts;
 use crate::log::log;
 use crate::sampling;
@@ -24,7 +25,7 @@ use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use sonde_clr::sys::*;
 use sonde_clr::{HResult, ProfilerCallback, ProfilerInfo};
-use sonde_profile::{Mode, Timing};
+use sonde_profile::{GcReason, Mode, Timing};
 use sonde_protocol::AgentConfig;
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -162,8 +163,49 @@ impl ProfilerCallback for Clr {
         }
     }
 
-    fn exception_thrown(&self) {
+    fn exception_thrown(&self, exception: ObjectID) {
+        if let (Some(_), Some(info)) = (session::get(), info()) {
+            let class = info.class_of_object(exception).unwrap_or(0);
+            events::exception_thrown(class, || info.class_name(class).ok());
+        }
         session::exception_thrown();
+    }
+
+    fn exception_catcher_enter(&self, _function: FunctionID, exception: ObjectID) {
+        let (Some(_), Some(info)) = (session::get(), info()) else { return };
+        let class = info.class_of_object(exception).unwrap_or(0);
+        events::exception_caught(class, || info.class_name(class).ok());
+    }
+
+    fn runtime_suspend_started(&self, reason: COR_PRF_SUSPEND_REASON) {
+        if matches!(reason, COR_PRF_SUSPEND_FOR_GC | COR_PRF_SUSPEND_FOR_GC_PREP) && session::get().is_some() {
+            events::suspend_started();
+        }
+    }
+
+    fn runtime_resumed(&self) {
+        if session::get().is_some() {
+            events::resumed();
+        }
+    }
+
+    /// The condemned generation is the highest one collected; the large-object and pinned heaps
+    /// (3, 4) are collected with gen2 only.
+    fn gc_started(&self, generations: &[bool], reason: COR_PRF_GC_REASON) {
+        if session::get().is_none() {
+            return;
+        }
+        let condemned = generations.iter().rposition(|&g| g).unwrap_or(0).min(2) as u8;
+        let reason = if reason == COR_PRF_GC_INDUCED { GcReason::Induced } else { GcReason::Other };
+        events::gc_started(condemned, reason);
+    }
+
+    fn gc_finished(&self) {
+        if session::get().is_none() {
+            return;
+        }
+        let heap = info().and_then(|info| info.heap_bytes().ok()).unwrap_or(0);
+        events::gc_finished(heap);
     }
 
     /// A caught exception may have been a fault whose handler never returned (see
@@ -218,7 +260,7 @@ fn walk_stacks(info: &ProfilerInfo) {
     }
     // Walks need the stack-snapshot flag, allowed after an attach; it is set only now, so that
     // the recordings that never walk run with the sampling mask alone.
-    if let Err(e) = info.set_event_mask(SAMPLING_EVENTS | COR_PRF_ENABLE_STACK_SNAPSHOT, 0) {
+    if let Err(e) = info.set_event_mask(SAMPLING_EVENTS | COR_PRF_ENABLE_STACK_SNAPSHOT, EVENTS_HIGH) {
         log!("stack walk: SetEventMask failed: {e}");
     }
     let started = Instant::now();
@@ -255,8 +297,11 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         log!("benchmark floor hooks: {floor:?}; nothing is recorded");
     }
     let hook_set = floor.map_or_else(|| hooks::hooks(timed), hooks::floor_hooks);
-    let mut mask =
-        COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_DISABLE_INLINING | COR_PRF_MONITOR_EXCEPTIONS | COR_PRF_MONITOR_THREADS;
+    let mut mask = COR_PRF_MONITOR_ENTERLEAVE
+        | COR_PRF_DISABLE_INLINING
+        | COR_PRF_MONITOR_EXCEPTIONS
+        | COR_PRF_MONITOR_THREADS
+        | COR_PRF_MONITOR_SUSPENDS;
     if hook_set.with_info {
         mask |= COR_PRF_ENABLE_FRAME_INFO;
     }
@@ -264,7 +309,7 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         // Precompiled (ReadyToRun) framework code has no hooks; have it JIT-ed instead.
         mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
     }
-    info.set_event_mask(mask, 0).map_err(|e| StartError::runtime("SetEventMask", e))?;
+    info.set_event_mask(mask, EVENTS_HIGH).map_err(|e| StartError::runtime("SetEventMask", e))?;
     if timed {
         calibration::use_probe(&hooks::COST_PROBE);
         let cost = hooks::COST_PROBE.measure();
@@ -279,15 +324,20 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
     Ok(session::tracing_facts(config, floor.is_some()))
 }
 
-/// The runtime events a sampling session asks for.
-const SAMPLING_EVENTS: u32 = COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS;
+/// The runtime events a sampling session asks for: threads, exceptions, suspensions and (in the
+/// high mask, [`EVENTS_HIGH`]) collections.
+const SAMPLING_EVENTS: u32 = COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTIONS | COR_PRF_MONITOR_SUSPENDS;
+
+/// Collections without the per-object callbacks `COR_PRF_MONITOR_GC` brings (moved references,
+/// roots, handles): `GarbageCollectionStarted`/`Finished` only.
+const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC;
 
 /// Sampling mode: no hooks, no JIT flags; Sonde's signal sampler (`sampling::signal`). The
-/// runtime only reports threads (to sample them) and exceptions (for the crash snapshot, and to
-/// see a fault's handler out) — both allowed after an attach (`attached`), and neither keeps the
-/// runtime from detaching the agent later.
+/// runtime only reports threads (to sample them), exceptions (counted; for the crash snapshot,
+/// and to see a fault's handler out), suspensions and collections (`events`) — all allowed after
+/// an attach (`attached`), and none keeps the runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
-    info.set_event_mask(SAMPLING_EVENTS, 0).map_err(|e| StartError::runtime("SetEventMask", e))?;
+    info.set_event_mask(SAMPLING_EVENTS, EVENTS_HIGH).map_err(|e| StartError::runtime("SetEventMask", e))?;
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);
     sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))

@@ -73,6 +73,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         superseded: ctx.superseded,
         fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
         stacks_walked: crate::session::stacks_walked(),
+        events: crate::events::snapshot(),
     }
 }
 

@@ -35,14 +35,15 @@ mod ids;
 mod sampling;
 
 use crate::calibration::{self, CostProbe, Floor};
+use crate::events;
 use crate::ipc::link::SnapshotFacts;
 use crate::log::log;
 use crate::session::{self, RuntimeId, StartError};
 use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use ids::MethodIds;
-use sonde_mono::{CallHooks, Events, Method, MethodKey, Mono, invoke};
-use sonde_profile::{Mode, Timing};
+use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, invoke};
+use sonde_profile::{GcReason, Mode, Timing};
 use sonde_protocol::AgentConfig;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -175,8 +176,32 @@ impl Events for Agent {
         }
     }
 
-    fn exception_throw() {
+    fn exception_throw(exception: Exception<'_>) {
+        if session::get().is_some() {
+            events::exception_thrown(exception.class_key(), || exception.type_name());
+        }
         session::exception_thrown();
+    }
+
+    fn exception_caught(exception: Exception<'_>) {
+        if session::get().is_some() {
+            events::exception_caught(exception.class_key(), || exception.type_name());
+        }
+    }
+
+    /// SGen's collection: the world stops, the collection runs, the world restarts. The heap's
+    /// size after it is not recorded: Mono's getters take the GC lock, which the collecting
+    /// thread holds through every event (`sonde_mono::GcEvent`).
+    fn gc_event(event: GcEvent, generation: u32) {
+        if session::get().is_none() {
+            return;
+        }
+        match event {
+            GcEvent::PreStopWorld => events::suspend_started(),
+            GcEvent::Start => events::gc_started(generation.min(2) as u8, GcReason::Unknown),
+            GcEvent::End => events::gc_finished(0),
+            GcEvent::PostStartWorld => events::resumed(),
+        }
     }
 
     /// The filter: names the method, applies the `MethodFilter`, gives it an id.

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::{Attach, Compensation, InvalidProfile};
+use crate::model::{Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, InvalidProfile};
 use crate::testkit::{Builder, arb_profile};
 
 fn sample_profile() -> Profile {
@@ -45,6 +45,18 @@ fn version_1_files_still_load() {
 fn extensions_round_trip_and_unknown_ones_are_skipped() {
     let mut profile = sample_profile();
     profile.run.attach = Some(Attach { attached_at_ns: 1_700_000_000_000_000_000, detached_at_ns: Some(7) });
+    profile.events.exceptions.push(ExceptionCount { type_name: "System.IO.IOException".into(), thrown: 3, caught: 2 });
+    profile.events.gc.count_by_gen = [5, 1, 1];
+    profile.events.gc.pause_ns_total = 9_000_000;
+    profile.events.gc.collections.push(GcCollection {
+        generation: 2,
+        reason: GcReason::Induced,
+        kind: GcKind::Blocking,
+        start_ns: 10,
+        end_ns: 20,
+        pause_ns: 15,
+        heap_bytes_after: 1 << 20,
+    });
     let bytes = encode(&profile);
     assert_eq!(&bytes[8..12], &FORMAT_VERSION.to_le_bytes());
     assert_eq!(read_profile(&bytes[..]).unwrap(), profile);
