@@ -60,6 +60,11 @@ fn exception_type(state: &mut State, key: usize, name: impl FnOnce() -> Option<S
     i
 }
 
+/// Whether this runtime reports catches ([`exception_caught`]): set by the backend at start-up.
+pub fn set_catches_counted(counted: bool) {
+    with(|s| s.events.catches_counted = counted);
+}
+
 /// An exception of type `key` was thrown (first chance, rethrows included).
 pub fn exception_thrown(key: usize, name: impl FnOnce() -> Option<String>) {
     with(|s| {
@@ -159,6 +164,7 @@ mod tests {
     // One test: the state is process-wide.
     #[test]
     fn exceptions_and_collections_are_counted_with_their_pauses() {
+        set_catches_counted(true);
         exception_thrown(1, || Some("System.IO.IOException".into()));
         exception_thrown(1, || panic!("named once"));
         exception_caught(1, || panic!("named once"));
@@ -188,6 +194,7 @@ mod tests {
                 ExceptionCount { type_name: "?".into(), thrown: 1, caught: 0 },
             ]
         );
+        assert!(events.catches_counted);
         let gc = &events.gc;
         assert_eq!(gc.count_by_gen, [1, 1, 1]);
         let kinds: Vec<_> = gc.collections.iter().map(|c| (c.generation, c.kind, c.heap_bytes_after)).collect();

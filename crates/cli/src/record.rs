@@ -174,6 +174,8 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         // environment: it passes through to a program sonde starts, and is handed on here for one
         // it attaches to.
         cpu_timers: std::env::var(sonde_protocol::config::ENV_CPU_TIMERS).map_or(true, |v| v != "0"),
+        // Likewise SONDE_MONO_CATCHES=1 (docs/EVENTS.md).
+        mono_catches: std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
     }
 }
 

@@ -41,6 +41,7 @@ impl Options {
                 log: None,
                 bench_hooks: None,
                 cpu_timers: true,
+                mono_catches: false,
             },
             program_output: true,
             verbose: false,

@@ -202,6 +202,9 @@ pub struct Profile {
 pub struct RuntimeEvents {
     /// Exceptions by type, in the order each type was first thrown.
     pub exceptions: Vec<ExceptionCount>,
+    /// Whether `ExceptionCount::caught` was counted (always on CoreCLR; on Mono only when asked,
+    /// as it costs every `finally` block a callback).
+    pub catches_counted: bool,
     /// Garbage collections.
     pub gc: GcSummary,
 }

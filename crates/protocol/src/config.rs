@@ -28,6 +28,10 @@ pub const ENV_BENCH_HOOKS: &str = "SONDE_BENCH_HOOKS";
 /// interval, instead of per-thread task-clock timers (the default where the kernel allows them):
 /// for tests and benchmarks of that fallback. Not in [`ALL_VARS`], like [`ENV_BENCH_HOOKS`].
 pub const ENV_CPU_TIMERS: &str = "SONDE_CPU_TIMERS";
+/// `1`: on Mono, count caught exceptions too. Off by default: Mono then raises a clause event for
+/// every `finally` block the program runs, thrown or not (about 11 ns each: a `lock`- or
+/// `using`-heavy loop ran twice as slow). See docs/EVENTS.md.
+pub const ENV_MONO_CATCHES: &str = "SONDE_MONO_CATCHES";
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] =
@@ -85,6 +89,8 @@ pub struct AgentConfig {
     pub bench_hooks: Option<BenchHooks>,
     /// Per-thread CPU-time timers for `--clock cpu` where available (see [`ENV_CPU_TIMERS`]).
     pub cpu_timers: bool,
+    /// Mono: count caught exceptions (see [`ENV_MONO_CATCHES`]).
+    pub mono_catches: bool,
 }
 
 impl Default for AgentConfig {
@@ -99,6 +105,7 @@ impl Default for AgentConfig {
             log: None,
             bench_hooks: None,
             cpu_timers: true,
+            mono_catches: false,
         }
     }
 }
@@ -132,6 +139,9 @@ impl AgentConfig {
         }
         if !self.cpu_timers {
             env.push((ENV_CPU_TIMERS, "0".into()));
+        }
+        if self.mono_catches {
+            env.push((ENV_MONO_CATCHES, "1".into()));
         }
         env
     }
@@ -209,6 +219,7 @@ impl AgentConfig {
             };
         }
         config.cpu_timers = get(ENV_CPU_TIMERS).is_none_or(|v| v != "0");
+        config.mono_catches = get(ENV_MONO_CATCHES).is_some_and(|v| v == "1");
         Ok(config)
     }
 }
@@ -234,6 +245,7 @@ mod tests {
             log: Some("/tmp/agent.log".into()),
             bench_hooks: Some(BenchHooks::Clock),
             cpu_timers: false,
+            mono_catches: true,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

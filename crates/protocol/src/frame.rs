@@ -106,6 +106,7 @@ mod tests {
                     thrown: 4,
                     caught: 3,
                 }],
+                catches_counted: true,
                 gc: sonde_profile::GcSummary {
                     count_by_gen: [3, 1, 0],
                     pause_ns_total: 700,

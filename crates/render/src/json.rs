@@ -101,7 +101,7 @@ impl Renderer for JsonRenderer {
                 profile.events.exceptions.iter().map(|e| ExceptionView {
                     r#type: &e.type_name,
                     thrown: e.thrown,
-                    caught: e.caught,
+                    caught: profile.events.catches_counted.then_some(e.caught),
                 })
             }),
             gc: GcView {
@@ -161,7 +161,8 @@ struct Report<'a, T, M, N, E, C> {
 struct ExceptionView<'a> {
     r#type: &'a str,
     thrown: u64,
-    caught: u64,
+    /// Null where catches were not counted (Mono by default).
+    caught: Option<u64>,
 }
 
 #[derive(Serialize)]

@@ -234,10 +234,16 @@ fn runtime_events(out: &mut impl Write, view: &View) -> io::Result<()> {
         } else {
             String::new()
         };
-        writeln!(out, "Exceptions: {} thrown, {} caught{shown}", count(thrown), count(caught))?;
+        let counted = events.catches_counted;
+        if counted {
+            writeln!(out, "Exceptions: {} thrown, {} caught{shown}", count(thrown), count(caught))?;
+        } else {
+            writeln!(out, "Exceptions: {} thrown (catches not counted: see docs/EVENTS.md){shown}", count(thrown))?;
+        }
         writeln!(out, "{:>12}  {:>12}  type", "thrown", "caught")?;
         for e in ranked.iter().take(EXCEPTION_TYPES) {
-            writeln!(out, "{:>12}  {:>12}  {}", count(e.thrown), count(e.caught), Clean(&e.type_name))?;
+            let caught = if counted { count(e.caught) } else { "-".to_owned() };
+            writeln!(out, "{:>12}  {:>12}  {}", count(e.thrown), caught, Clean(&e.type_name))?;
         }
     }
     Ok(())

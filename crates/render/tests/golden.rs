@@ -126,6 +126,7 @@ fn sampling_profile() -> Profile {
             ExceptionCount { type_name: "System.IO.IOException".into(), thrown: 12, caught: 12 },
             ExceptionCount { type_name: "Acme.Parser+BadToken\u{1b}[2J".into(), thrown: 3, caught: 1 },
         ],
+        catches_counted: true,
         ..RuntimeEvents::default()
     };
     events.gc.count_by_gen = [2, 0, 1];

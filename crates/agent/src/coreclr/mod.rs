@@ -57,6 +57,7 @@ impl ProfilerCallback for Clr {
         };
         session::start(runtime, ConfigSource::Environment, || runtime_version(info), set_up)
             .map_err(|_| HResult(E_FAIL))?;
+        events::set_catches_counted(true);
         session::install_last_chance(false);
         Ok(())
     }
@@ -76,6 +77,7 @@ impl ProfilerCallback for Clr {
         let set_up = |config: &AgentConfig| start_sampling(info, config, true);
         session::start(runtime, ConfigSource::Attach(client_data), || runtime_version(info), set_up)
             .map_err(|_| HResult(E_FAIL))?;
+        events::set_catches_counted(true);
         session::on_detach(|| {
             // From the IPC thread, which makes no runtime call after this one; the runtime calls
             // back `ProfilerDetachSucceeded` once no callback runs, then unloads the agent (which

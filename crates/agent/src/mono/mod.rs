@@ -104,7 +104,8 @@ fn start_tracing(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFa
         (None, true) => profiler.set_call_instrumentation::<Agent, Exact>(),
         (None, false) => profiler.set_call_instrumentation::<Agent, Untimed>(),
     }
-    profiler.set_events::<Agent>();
+    profiler.set_events::<Agent>(config.mono_catches);
+    crate::events::set_catches_counted(config.mono_catches);
     Ok(session::tracing_facts(config, floor.is_some()))
 }
 

@@ -46,6 +46,7 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
     let mut profile = sample_profile();
     profile.run.attach = Some(Attach { attached_at_ns: 1_700_000_000_000_000_000, detached_at_ns: Some(7) });
     profile.events.exceptions.push(ExceptionCount { type_name: "System.IO.IOException".into(), thrown: 3, caught: 2 });
+    profile.events.catches_counted = true;
     profile.events.gc.count_by_gen = [5, 1, 1];
     profile.events.gc.pause_ns_total = 9_000_000;
     profile.events.gc.collections.push(GcCollection {
