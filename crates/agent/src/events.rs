@@ -100,26 +100,27 @@ pub fn resumed() {
         // Totals count finished collections only (a running one adds its pauses when it ends),
         // so that they always equal the records' sum.
         let started_in = |c: &GcCollection| c.start_ns >= start;
-        if s.running.last().is_some_and(|(c, _)| started_in(c)) || gc.collections.last().is_none_or(|c| !started_in(c))
-        {
-            if let Some((c, longest)) = s.running.last_mut() {
+        let finished_in_it =
+            s.running.last().is_none_or(|(c, _)| !started_in(c)) && gc.collections.last().is_some_and(started_in);
+        if finished_in_it {
+            if let Some(c) = gc.collections.last_mut() {
                 c.pause_ns += pause;
-                *longest = (*longest).max(pause);
+                gc.pause_ns_total += pause;
+                gc.pause_ns_max = gc.pause_ns_max.max(pause);
             }
-        } else if let Some(c) = gc.collections.last_mut() {
+        } else if let Some((c, longest)) = s.running.last_mut() {
             c.pause_ns += pause;
-            gc.pause_ns_total += pause;
-            gc.pause_ns_max = gc.pause_ns_max.max(pause);
+            *longest = (*longest).max(pause);
         }
     });
 }
 
-/// A collection of `generation` (0–2) starts.
-pub fn gc_started(generation: u8, reason: GcReason) {
+/// A collection of `generation` starts (an older one than 2 counts as 2).
+pub fn gc_started(generation: u32, reason: GcReason) {
     let now = clock::elapsed_ns();
     with(|s| {
         let collection = GcCollection {
-            generation: generation.min(2),
+            generation: generation.min(2) as u8,
             reason,
             kind: GcKind::Blocking,
             start_ns: now,

@@ -197,7 +197,7 @@ impl ProfilerCallback for Clr {
         if session::get().is_none() {
             return;
         }
-        let condemned = generations.iter().rposition(|&g| g).unwrap_or(0).min(2) as u8;
+        let condemned = generations.iter().rposition(|&g| g).unwrap_or(0) as u32;
         let reason = if reason == COR_PRF_GC_INDUCED { GcReason::Induced } else { GcReason::Other };
         events::gc_started(condemned, reason);
     }

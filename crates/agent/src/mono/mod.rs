@@ -42,7 +42,7 @@ use crate::session::{self, RuntimeId, StartError};
 use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use ids::MethodIds;
-use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, invoke};
+use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, Profiler, invoke};
 use sonde_profile::{GcReason, Mode, Timing};
 use sonde_protocol::AgentConfig;
 use std::collections::HashMap;
@@ -104,9 +104,14 @@ fn start_tracing(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFa
         (None, true) => profiler.set_call_instrumentation::<Agent, Exact>(),
         (None, false) => profiler.set_call_instrumentation::<Agent, Untimed>(),
     }
-    profiler.set_events::<Agent>(config.mono_catches);
-    crate::events::set_catches_counted(config.mono_catches);
+    set_events(&profiler, config);
     Ok(session::tracing_facts(config, floor.is_some()))
+}
+
+/// The runtime's events, in both modes: catches only when asked (`AgentConfig::mono_catches`).
+fn set_events(profiler: &Profiler, config: &AgentConfig) {
+    profiler.set_events::<Agent>(config.mono_catches);
+    events::set_catches_counted(config.mono_catches);
 }
 
 /// The agent's answer to Mono's cold events.
@@ -199,7 +204,7 @@ impl Events for Agent {
         }
         match event {
             GcEvent::PreStopWorld => events::suspend_started(),
-            GcEvent::Start => events::gc_started(generation.min(2) as u8, GcReason::Unknown),
+            GcEvent::Start => events::gc_started(generation, GcReason::Unknown),
             GcEvent::End => events::gc_finished(0),
             GcEvent::PostStartWorld => events::resumed(),
         }

@@ -124,8 +124,7 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
         profiler.enable_sampling::<Agent, Walker>(freq)
     }
     .map_err(|e| StartError::runtime("enabling Mono's sampler", e))?;
-    profiler.set_events::<Agent>(config.mono_catches);
-    crate::events::set_catches_counted(config.mono_catches);
+    super::set_events(&profiler, config);
     // The thread running the init function initialises the runtime and runs Main.
     session::sample_thread(threads::gettid());
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
