@@ -17,10 +17,15 @@
 //! A collection counts (and its pauses with it) once it has finished: one still running at the
 //! last snapshot is left out, and the totals always equal the sum of the records.
 
-use crate::tree::clock;
-use sonde_profile::{ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, RuntimeEvents};
+use crate::tree::{clock, threads};
+use sonde_profile::{
+    AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Mode,
+    NodeEvents, RuntimeEvents,
+};
+use sonde_protocol::config::EventKinds;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 
 #[derive(Default)]
 struct State {
@@ -32,9 +37,31 @@ struct State {
     running: Vec<(GcCollection, u64)>,
     /// The current suspension for a collection began at this time (ns from the agent's start).
     suspended_at: Option<u64>,
+    /// Allocated type key (the runtime's class handle, or a name's hash) → index into
+    /// `events.allocations.by_type`.
+    alloc_types: HashMap<usize, usize>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// The kinds recorded (`EventKinds` as bits: alloc 1, gc 2, exceptions 4, contention 8); all
+/// until [`configure`] says otherwise.
+static KINDS: AtomicU8 = AtomicU8::new(0xf);
+
+/// Records only `kinds` from now on (the session's configuration, before the backend starts).
+pub fn configure(kinds: EventKinds) {
+    let bits = u8::from(kinds.alloc)
+        | u8::from(kinds.gc) << 1
+        | u8::from(kinds.exceptions) << 2
+        | u8::from(kinds.contention) << 3;
+    KINDS.store(bits, Relaxed);
+}
+
+/// The kinds recorded.
+pub fn kinds() -> EventKinds {
+    let bits = KINDS.load(Relaxed);
+    EventKinds { alloc: bits & 1 != 0, gc: bits & 2 != 0, exceptions: bits & 4 != 0, contention: bits & 8 != 0 }
+}
 
 fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
     f(STATE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(State::default))
@@ -62,11 +89,14 @@ fn exception_type(state: &mut State, key: usize, name: impl FnOnce() -> Option<S
 
 /// Whether this runtime reports catches ([`exception_caught`]): set by the backend at start-up.
 pub fn set_catches_counted(counted: bool) {
-    with(|s| s.events.catches_counted = counted);
+    with(|s| s.events.catches_counted = counted && kinds().exceptions);
 }
 
 /// An exception of type `key` was thrown (first chance, rethrows included).
 pub fn exception_thrown(key: usize, name: impl FnOnce() -> Option<String>) {
+    if !kinds().exceptions {
+        return;
+    }
     with(|s| {
         let i = exception_type(s, key, name);
         s.events.exceptions[i].thrown += 1;
@@ -75,6 +105,9 @@ pub fn exception_thrown(key: usize, name: impl FnOnce() -> Option<String>) {
 
 /// A catch handler is about to run for an exception of type `key`.
 pub fn exception_caught(key: usize, name: impl FnOnce() -> Option<String>) {
+    if !kinds().exceptions {
+        return;
+    }
     with(|s| {
         let i = exception_type(s, key, name);
         s.events.exceptions[i].caught += 1;
@@ -83,12 +116,18 @@ pub fn exception_caught(key: usize, name: impl FnOnce() -> Option<String>) {
 
 /// The runtime starts suspending the program's threads for a collection.
 pub fn suspend_started() {
+    if !kinds().gc {
+        return;
+    }
     let now = clock::elapsed_ns();
     with(|s| s.suspended_at = Some(now));
 }
 
 /// The program's threads run again. Ends the suspension [`suspend_started`] began, if any.
 pub fn resumed() {
+    if !kinds().gc {
+        return;
+    }
     let now = clock::elapsed_ns();
     with(|s| {
         let Some(start) = s.suspended_at.take() else { return };
@@ -117,6 +156,9 @@ pub fn resumed() {
 
 /// A collection of `generation` starts (an older one than 2 counts as 2).
 pub fn gc_started(generation: u32, reason: GcReason) {
+    if !kinds().gc {
+        return;
+    }
     let now = clock::elapsed_ns();
     with(|s| {
         let collection = GcCollection {
@@ -134,6 +176,9 @@ pub fn gc_started(generation: u32, reason: GcReason) {
 
 /// The innermost running collection ends, leaving `heap_bytes` in the heap (0: not known).
 pub fn gc_finished(heap_bytes: u64) {
+    if !kinds().gc {
+        return;
+    }
     let now = clock::elapsed_ns();
     with(|s| {
         let Some((mut c, longest)) = s.running.pop() else { return };
@@ -153,14 +198,166 @@ pub fn gc_finished(heap_bytes: u64) {
     });
 }
 
-/// The events so far, for a snapshot.
+/// The events so far, for a snapshot (allocations apart: [`allocations`]).
 pub fn snapshot() -> RuntimeEvents {
-    with(|s| s.events.clone())
+    with(|s| RuntimeEvents { allocations: Allocations::default(), ..s.events.clone() })
+}
+
+/// The allocations by type so far, for a snapshot.
+pub fn allocations() -> Allocations {
+    with(|s| s.events.allocations.clone())
+}
+
+/// How the backend counts allocations (set once, at start-up, when it records them).
+pub fn set_allocation_sampling(sampling: AllocSampling, sample_bytes: u64) {
+    with(|s| {
+        s.events.allocations.sampling = sampling;
+        s.events.allocations.sample_bytes = sample_bytes;
+    });
+}
+
+/// An allocation sample: `bytes` in `count` objects of type `key` (named by `name` the first
+/// time), estimated when sampled. One lock, a hash look-up and two additions.
+pub fn allocated(key: usize, name: impl FnOnce() -> Option<String>, bytes: u64, count: u64) {
+    with(|s| {
+        let i = match s.alloc_types.get(&key) {
+            Some(&i) => i,
+            None => {
+                let type_name = name().unwrap_or_else(|| "?".to_string());
+                let by_type = &mut s.events.allocations.by_type;
+                let i = by_type.iter().position(|a| a.type_name == type_name).unwrap_or_else(|| {
+                    by_type.push(AllocationCount { type_name, bytes: 0, count: 0 });
+                    by_type.len() - 1
+                });
+                s.alloc_types.insert(key, i);
+                i
+            }
+        };
+        let allocations = &mut s.events.allocations;
+        allocations.samples += 1;
+        let a = &mut allocations.by_type[i];
+        a.bytes = a.bytes.saturating_add(bytes);
+        a.count = a.count.saturating_add(count);
+    });
+}
+
+/// Mean bytes between two samples of Sonde's own allocation sampler ([`sample_allocation`]):
+/// `AgentConfig::alloc_sample_bytes`.
+static SAMPLE_BYTES: AtomicU64 = AtomicU64::new(sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES);
+
+/// Sets the mean of Sonde's own allocation sampler (before the first allocation); returns it.
+pub fn set_sample_bytes(bytes: u64) -> u64 {
+    let bytes = bytes.max(1);
+    SAMPLE_BYTES.store(bytes, Relaxed);
+    bytes
+}
+
+thread_local! {
+    /// Bytes this thread may still allocate before its next sample (`i64::MIN`: not drawn yet),
+    /// and its random state.
+    static ALLOC_SAMPLER: std::cell::Cell<(i64, u64)> = const { std::cell::Cell::new((i64::MIN, 0)) };
+}
+
+/// Sonde's own allocation sampler (Mono, which reports every allocation): each byte allocated is
+/// a sampling point with probability 1/[`SAMPLE_BYTES`] (a Poisson process along the bytes
+/// a thread allocates), and an allocation of `size` bytes is sampled when a point falls inside
+/// it — with probability `p = 1 - exp(-size / SAMPLE_BYTES)` — and then stands for `1/p`
+/// allocations of its size: the estimate `(bytes, count)` is unbiased for every type and stack
+/// (`docs/EVENTS.md`). `None`: not sampled. A few arithmetic operations per allocation.
+pub fn sample_allocation(size: u64) -> Option<(u64, u64)> {
+    ALLOC_SAMPLER.with(|cell| {
+        let mut state = cell.get();
+        let mean = SAMPLE_BYTES.load(Relaxed);
+        if state.0 == i64::MIN {
+            state.1 = seed();
+            state.0 = next_gap(&mut state.1, mean);
+        }
+        let sampled = sample_step(&mut state, size, mean);
+        cell.set(state);
+        sampled
+    })
+}
+
+/// One allocation through the sampler whose state is `(bytes left, random state)`.
+fn sample_step((left, rng): &mut (i64, u64), size: u64, mean: u64) -> Option<(u64, u64)> {
+    *left -= size.min(i64::MAX as u64) as i64;
+    if *left > 0 {
+        return None;
+    }
+    // Memoryless: the next point is drawn afresh from the end of this allocation.
+    *left = next_gap(rng, mean);
+    let weight = 1.0 / -(-(size.max(1) as f64) / mean as f64).exp_m1();
+    // The fraction of an allocation is rounded at random, so that counts stay unbiased.
+    let count = weight.floor() as u64 + u64::from(uniform(rng) < weight.fract());
+    Some(((size as f64 * weight).round() as u64, count))
+}
+
+/// A random state for this thread (its id and the clock; not for secrets).
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let seed = nanos ^ (u64::from(threads::gettid_cached()) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    seed | 1
+}
+
+/// xorshift64*: a uniform value in [0, 1).
+fn uniform(state: &mut u64) -> f64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Bytes to the next sampling point: exponential with mean `mean`.
+fn next_gap(state: &mut u64, mean: u64) -> i64 {
+    let u = 1.0 - uniform(state); // (0, 1]
+    ((-u.ln() * mean as f64) as i64).max(1)
+}
+
+/// Attributes `counts` (an allocation sample, a wait, a throw) to the calling thread's call
+/// tree: in tracing mode to its innermost traced call, in sampling mode to the stack `walk`
+/// writes (innermost first, in the values the backend's frame resolver reads; it returns true
+/// when it cut the stack short), which the drain puts into the tree later. Runs on the thread
+/// the event happened on, never in a signal handler.
+pub fn attribute(counts: NodeEvents, walk: impl FnOnce(&mut Vec<u64>) -> bool) {
+    match crate::session::mode() {
+        Some(Mode::Tracing) => {
+            if let Some(state) = threads::current_if_any() {
+                state.add_events(state.tree.current(), &counts);
+            }
+        }
+        Some(Mode::Sampling) => {
+            let mut frames = Vec::with_capacity(64);
+            let truncated = walk(&mut frames);
+            if !frames.is_empty() {
+                crate::sampling::record_event_stack(threads::gettid_cached(), &frames, truncated, counts);
+            }
+        }
+        None => {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The estimates add up to what was allocated, for small and large objects alike.
+    #[test]
+    fn allocation_samples_estimate_bytes_and_counts_without_bias() {
+        for (size, n) in [(24u64, 20_000_000u64), (1_000, 1_000_000), (100 * 1024, 20_000), (1 << 20, 500)] {
+            let (mut bytes, mut count) = (0u64, 0u64);
+            // A fixed seed: the same draws every run.
+            let mut state = (1, 0x2545_F491_4F6C_DD1D);
+            for _ in 0..n {
+                if let Some((b, c)) = sample_step(&mut state, size, 100 * 1024) {
+                    bytes += b;
+                    count += c;
+                }
+            }
+            let truth = (size * n) as f64;
+            assert!((bytes as f64 / truth - 1.0).abs() < 0.03, "{size} B × {n}: estimated {bytes} of {truth}");
+            assert!((count as f64 / n as f64 - 1.0).abs() < 0.03, "{size} B × {n}: estimated {count} objects");
+        }
+    }
 
     // One test: the state is process-wide.
     #[test]

@@ -1,6 +1,7 @@
 //! The command line. Clap types stay here; they become plain option structs at the edge.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use sonde_protocol::config::EventKinds;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -147,6 +148,10 @@ pub struct RecordArgs {
     /// Trace the framework too (System.*, Microsoft.*, runtime assemblies). Slow.
     #[arg(long)]
     pub all: bool,
+    /// The runtime events to record, comma-separated: alloc, gc, exceptions, contention (or
+    /// `all`, `none`).
+    #[arg(long, value_name = "LIST", default_value = "all", value_parser = parse_events)]
+    pub events: EventKinds,
     /// Sampler period for tracing with --timing sampled, in microseconds.
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub interval_us: u64,
@@ -205,6 +210,12 @@ pub struct ReportArgs {
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
+}
+
+/// `--events`: a list of event kinds.
+fn parse_events(list: &str) -> Result<EventKinds, String> {
+    EventKinds::parse(list)
+        .map_err(|name| format!("unknown event kind `{name}` (known: alloc, gc, exceptions, contention, all, none)"))
 }
 
 #[cfg(test)]

@@ -176,6 +176,13 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         cpu_timers: std::env::var(sonde_protocol::config::ENV_CPU_TIMERS).map_or(true, |v| v != "0"),
         // Likewise SONDE_MONO_CATCHES=1 (docs/EVENTS.md).
         mono_catches: std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
+        events: args.events,
+        // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
+        alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES),
     }
 }
 

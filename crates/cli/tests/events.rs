@@ -78,6 +78,12 @@ fn exceptions_and_collections_match_the_program(rt: Runtime) {
             assert!(u64_of(c, "end_ns") <= u64_of(&report, "wall_ns"), "{what}: {c}");
         }
 
+        // By throwing method: the innermost managed frame at the throw (Mono's runtime may throw
+        // one of its own on the way, under Main in tracing mode).
+        assert_eq!(u64_of(method_named(&report, "Acme.Events.ThrowDeep"), "exceptions_thrown"), 100, "{what}");
+        let main = u64_of(method_named(&report, "Acme.Events.Main"), "exceptions_thrown");
+        assert!((400..=402).contains(&main), "{what}: Main threw {main}");
+
         let text = report_text(&file);
         let text = &text.stdout_str();
         assert!(text.contains("Garbage collections: "), "{what}\n{text}");
@@ -87,3 +93,114 @@ fn exceptions_and_collections_match_the_program(rt: Runtime) {
 }
 
 on_both_runtimes!(exceptions_and_collections_match_the_program);
+
+/// The methods' entries of a JSON report by name (the first of each name).
+fn method_named<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    arr(report, "methods").iter().find(|m| str_of(m, "name") == name).unwrap_or_else(|| panic!("no method {name}"))
+}
+
+/// `field` summed over the nodes at or below a node of method `name` (each node once).
+fn sum_under(report: &serde_json::Value, name: &str, field: &str) -> u64 {
+    let nodes = arr(report, "nodes");
+    let methods = arr(report, "methods");
+    let mut inside = vec![false; nodes.len()];
+    let mut sum = 0;
+    for (i, n) in nodes.iter().enumerate() {
+        let own = str_of(&methods[u64_of(n, "method") as usize], "name") == name;
+        let parent = n["parent"].as_u64().is_some_and(|p| inside[p as usize]);
+        inside[i] = own || parent;
+        if inside[i] {
+            sum += u64_of(n, field);
+        }
+    }
+    sum
+}
+
+fn within(estimate: u64, truth: u64, tolerance: f64) -> bool {
+    (estimate as f64 - truth as f64).abs() <= tolerance * truth as f64
+}
+
+/// Alloc.exe allocates known amounts of three types from three methods: the estimates per type
+/// and per method are within 10% of what the runtime says the methods allocated, in both modes.
+/// On Mono, Sonde samples allocations itself: every 10 KB here (5,000 samples of the 50 MB of
+/// strings, so 10% is seven standard deviations), every 100 KB by default.
+fn allocations_match_the_program(rt: Runtime) {
+    for mode in ["sampling", "tracing"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("alloc.sonde");
+        let env: &[(&str, std::ffi::OsString)] = &[("SONDE_ALLOC_SAMPLE_BYTES", "10240".into())];
+        let args = record_args(&file, &["--mode", mode], &rt.app_command("Alloc", &["alloc"]));
+        let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
+        let what = format!("{rt:?} {mode}:\n{}", out.describe());
+        assert_eq!(out.code(), 0, "{what}");
+        let stdout = out.stdout_str();
+        let truth = |name: &str| -> u64 {
+            let line = stdout.lines().find_map(|l| l.strip_prefix(&format!("bytes {name} "))).expect("a bytes line");
+            line.parse().expect("a byte count")
+        };
+        let report = report_json(&file);
+        check_invariants(&report);
+        assert_eq!(str_of(&report, "allocation_sampling"), "sampled", "{what}");
+        let by_type = arr(&report, "allocations");
+        let of_type = |name: &str| {
+            let a = by_type.iter().find(|a| str_of(a, "type") == name).unwrap_or_else(|| panic!("{what}: no {name}"));
+            (u64_of(a, "bytes"), u64_of(a, "count"))
+        };
+        for (method, type_name, objects) in [
+            ("AllocateBytes", "System.Byte[]", 200_000),
+            ("AllocateStrings", "System.String", 25_000),
+            ("AllocateSmall", "Acme.Small", 1_000_000),
+        ] {
+            let truth = truth(method);
+            let (bytes, count) = of_type(type_name);
+            // The type's total may include a little from elsewhere (the runtime's own start-up).
+            assert!(within(bytes, truth, 0.1), "{what}: {type_name} {bytes} bytes, {method} allocated {truth}");
+            assert!(within(count, objects, 0.1), "{what}: {type_name} {count} objects of {objects}");
+            let name = format!("Acme.Alloc.{method}");
+            let under = u64_of(method_named(&report, &name), "total_alloc_bytes");
+            assert!(within(under, truth, 0.1), "{what}: {name} allocated {under} bytes of {truth}");
+            assert_eq!(under, sum_under(&report, &name, "alloc_bytes"), "{what}: {name}");
+        }
+        let text = report_text(&file).stdout_str();
+        assert!(text.contains("Allocations: ") && text.contains("Acme.Alloc.AllocateBytes"), "{what}\n{text}");
+    }
+}
+
+on_both_runtimes!(allocations_match_the_program);
+
+/// Alloc.exe's worker waits ten times for a lock the main thread holds 50 ms: the wait under
+/// its waiting method is within 10% of what it measured itself, in both modes.
+fn contention_matches_the_program(rt: Runtime) {
+    for mode in ["sampling", "tracing"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("contend.sonde");
+        let args = record_args(&file, &["--mode", mode], &rt.app_command("Alloc", &["contend", "10", "50"]));
+        let out = Running::spawn(sonde(), &args).wait(DEADLINE);
+        let what = format!("{rt:?} {mode}:\n{}", out.describe());
+        assert_eq!(out.code(), 0, "{what}");
+        let stdout = out.stdout_str();
+        let waited: u64 =
+            stdout.lines().find_map(|l| l.strip_prefix("waited ")).expect("a waited line").parse().unwrap();
+        assert!(waited >= 10 * 40_000_000, "{what}: the worker waited {waited} ns only");
+        let report = report_json(&file);
+        check_invariants(&report);
+        let under = sum_under(&report, "Acme.Alloc.WaitForLock", "wait_ns");
+        assert!(within(under, waited, 0.1), "{what}: {under} ns under WaitForLock, the worker measured {waited}");
+        let text = report_text(&file).stdout_str();
+        assert!(text.contains("Lock contention: ") && text.contains("Acme.Alloc.WaitForLock"), "{what}\n{text}");
+
+        // Switched off, nothing is waited for (nor allocated).
+        if mode == "sampling" {
+            let args =
+                record_args(&file, &["--events", "gc,exceptions"], &rt.app_command("Alloc", &["contend", "2", "20"]));
+            let out = Running::spawn(sonde(), &args).wait(DEADLINE);
+            assert_eq!(out.code(), 0, "{}", out.describe());
+            let report = report_json(&file);
+            assert!(arr(&report, "nodes").iter().all(|n| u64_of(n, "wait_ns") == 0), "{what}: contention was off");
+            assert!(arr(&report, "allocations").is_empty(), "{what}: allocations were off");
+            assert_eq!(str_of(&report, "allocation_sampling"), "off", "{what}");
+        }
+    }
+}
+
+on_both_runtimes!(contention_matches_the_program);

@@ -9,7 +9,9 @@
 //! is the corrected total minus the children's corrected totals.
 
 use crate::collector::Session;
-use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_profile::{
+    Compensation, Method, Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timing,
+};
 use sonde_protocol::{HookCost, NodeRecord};
 
 pub struct RunFacts {
@@ -50,6 +52,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     };
     let mut threads = Vec::new();
     let mut nodes = Vec::new();
+    let mut node_events = Vec::new();
     // Every thread the agent reported, sampled or not: a named thread that never got a sample (it
     // ran too briefly) still ran, and a report that drops it would hide it.
     for t in &snapshot.threads {
@@ -84,6 +87,15 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
                 total_samples,
             });
         }
+        // Ascending within a thread, and threads in node order: the profile's list stays sorted.
+        let count = t.nodes.len() as u32;
+        let mut previous = None;
+        for e in &t.events {
+            if e.node < count && previous.is_none_or(|p| p < e.node) && !e.is_empty() {
+                node_events.push(NodeEvents { node: base + e.node, ..*e });
+                previous = Some(e.node);
+            }
+        }
     }
     let run = RunInfo {
         mode: hello.mode,
@@ -105,7 +117,9 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         agent_version: hello.agent_version.clone(),
         attach: None,
     };
-    let profile = Profile { events: snapshot.events.clone(), run, methods, threads, nodes };
+    let events =
+        RuntimeEvents { allocations: snapshot.allocations.clone(), nodes: node_events, ..snapshot.events.clone() };
+    let profile = Profile { events, run, methods, threads, nodes };
     profile.validate().ok()?;
     Some(profile)
 }

@@ -42,6 +42,8 @@ impl Options {
                 bench_hooks: None,
                 cpu_timers: true,
                 mono_catches: false,
+                events: sonde_protocol::config::EventKinds::DEFAULT,
+                alloc_sample_bytes: sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES,
             },
             program_output: true,
             verbose: false,

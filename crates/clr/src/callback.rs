@@ -54,8 +54,23 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     /// `COR_PRF_MONITOR_GC`.
     fn gc_started(&self, _generations: &[bool], _reason: COR_PRF_GC_REASON) {}
     fn gc_finished(&self) {}
+    /// An event of the profiler's EventPipe session (`ProfilerInfo::event_pipe_start_session`),
+    /// on the thread that wrote it (the allocating thread for an allocation tick, the waiting one
+    /// for contention). The runtime's own events come without a stack.
+    fn event_pipe_event(&self, _event: &EventPipeEvent<'_>) {}
     /// A callback panicked: stop doing anything that could panic again.
     fn disable(&self) {}
+}
+
+/// One event delivered to the profiler's EventPipe session.
+#[derive(Debug, Clone, Copy)]
+pub struct EventPipeEvent<'a> {
+    /// The provider's handle (the session's providers only).
+    pub provider: EVENTPIPE_PROVIDER,
+    pub id: u32,
+    pub version: u32,
+    /// The payload, in the layout the event's manifest declares (packed, little-endian).
+    pub data: &'a [u8],
 }
 
 static HANDLER: OnceLock<&'static dyn ProfilerCallback> = OnceLock::new();
@@ -445,4 +460,33 @@ pub(crate) unsafe extern "system" fn load_as_notification_only(
         unsafe { *notification_only = FALSE };
     }
     S_OK
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "system" fn event_pipe_event_delivered(
+    _this: *mut ICorProfilerCallback11,
+    provider: EVENTPIPE_PROVIDER,
+    event_id: DWORD,
+    event_version: DWORD,
+    _metadata_len: ULONG,
+    _metadata: LPCBYTE,
+    data_len: ULONG,
+    data: LPCBYTE,
+    _activity: LPCGUID,
+    _related_activity: LPCGUID,
+    _thread: ThreadID,
+    _frames_len: ULONG,
+    _frames: *const UINT_PTR,
+) -> HRESULT {
+    guard(|h| {
+        let data: &[u8] = if data.is_null() || data_len == 0 {
+            &[]
+        } else {
+            // SAFETY: the runtime passes `data_len` bytes of payload at `data`, valid during the
+            // callback; the slice does not outlive it.
+            unsafe { std::slice::from_raw_parts(data, data_len as usize) }
+        };
+        h.event_pipe_event(&EventPipeEvent { provider, id: event_id, version: event_version, data });
+        S_OK
+    })
 }

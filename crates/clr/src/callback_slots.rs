@@ -94,7 +94,6 @@ ignored! {
     DynamicMethodJITCompilationStarted(functionId: FunctionID, fIsSafeToBlock: BOOL, pILHeader: LPCBYTE, cbILHeader: ULONG);
     DynamicMethodJITCompilationFinished(functionId: FunctionID, hrStatus: HRESULT, fIsSafeToBlock: BOOL);
     DynamicMethodUnloaded(functionId: FunctionID);
-    EventPipeEventDelivered(provider: EVENTPIPE_PROVIDER, eventId: DWORD, eventVersion: DWORD, cbMetadataBlob: ULONG, metadataBlob: LPCBYTE, cbEventData: ULONG, eventData: LPCBYTE, pActivityId: LPCGUID, pRelatedActivityId: LPCGUID, eventThread: ThreadID, numStackFrames: ULONG, stackFrames: *const UINT_PTR);
     EventPipeProviderCreated(provider: EVENTPIPE_PROVIDER);
 }
 
@@ -194,7 +193,7 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     DynamicMethodJITCompilationStarted: DynamicMethodJITCompilationStarted,
     DynamicMethodJITCompilationFinished: DynamicMethodJITCompilationFinished,
     DynamicMethodUnloaded: DynamicMethodUnloaded,
-    EventPipeEventDelivered: EventPipeEventDelivered,
+    EventPipeEventDelivered: event_pipe_event_delivered,
     EventPipeProviderCreated: EventPipeProviderCreated,
     LoadAsNotificationOnly: load_as_notification_only,
 };

@@ -315,6 +315,27 @@ impl ProfilerInfo {
         import.type_def_name(type_def)
     }
 
+    /// Starts the profiler's own EventPipe session (`ICorProfilerInfo12`, .NET 5 and later):
+    /// one provider, by name, with `keywords` at `level` (0 critical … 5 verbose). Its events
+    /// reach [`crate::ProfilerCallback::event_pipe_event`] on the threads that write them; the
+    /// event mask must hold `COR_PRF_HIGH_MONITOR_EVENT_PIPE`. No rundown (stopping would run it
+    /// on the stopping thread).
+    pub fn event_pipe_start_session(&self, provider: &str, keywords: u64, level: u32) -> Result<u64, HResult> {
+        if self.version < 12 {
+            return Err(HResult(E_NOTIMPL));
+        }
+        let name: Vec<u16> = provider.encode_utf16().chain(std::iter::once(0)).collect();
+        let config = COR_PRF_EVENTPIPE_PROVIDER_CONFIG {
+            providerName: name.as_ptr(),
+            keywords,
+            loggingLevel: level,
+            filterData: std::ptr::null(),
+        };
+        let mut session: EVENTPIPE_SESSION = 0;
+        call!(self.EventPipeStartSession(1, &config, 0, &mut session))?;
+        Ok(session)
+    }
+
     /// The bytes the managed heap's generations hold (`GetGenerationBounds`: the sum of the
     /// ranges' lengths). Consistent during a garbage-collection callback.
     pub fn heap_bytes(&self) -> Result<u64, HResult> {

@@ -14,7 +14,7 @@ mod hresult;
 mod info;
 mod metadata;
 
-pub use callback::{ProfilerCallback, class_factory};
+pub use callback::{EventPipeEvent, ProfilerCallback, class_factory};
 pub use hresult::HResult;
 pub use info::{ProfilerInfo, RuntimeInfo, ThreadWalk, WalkFrame};
 pub use sonde_clr_sys as sys;

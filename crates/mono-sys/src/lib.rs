@@ -150,6 +150,18 @@ pub const MONO_GC_EVENT_POST_START_WORLD: c_int = 9;
 pub const MONO_GC_EVENT_POST_START_WORLD_UNLOCKED: c_int = 11;
 pub type MonoProfilerGCEventCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, event: MonoProfilerGCEvent, generation: u32, is_serial: mono_bool);
+/// `gc_allocation`, and the monitor events (`monitor_contention`, `monitor_acquired`,
+/// `monitor_failed`): an object, on the thread that allocated it or contends for its lock.
+pub type MonoProfilerObjectCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, object: *mut MonoObject);
+/// `MonoStackWalk` (metadata/loader.h): one frame of `mono_stack_walk_no_il`, innermost first;
+/// returning true stops the walk.
+pub type MonoStackWalk = unsafe extern "C" fn(
+    method: *mut MonoMethod,
+    native_offset: i32,
+    il_offset: i32,
+    managed: mono_bool,
+    data: *mut c_void,
+) -> mono_bool;
 pub type MonoProfilerJitDoneCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo);
 /// Runs in Mono's profiling signal handler, on the sampled thread; `context` is the signal's
@@ -231,11 +243,18 @@ mono_api! {
     mono_profiler_enable_clauses: fn() -> mono_bool;
     mono_profiler_set_gc_event_callback: fn(MonoProfilerHandle, Option<MonoProfilerGCEventCallback>);
     mono_profiler_set_jit_done_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitDoneCallback>);
+    mono_profiler_enable_allocations: fn() -> mono_bool;
+    mono_profiler_set_gc_allocation_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
+    mono_profiler_set_monitor_contention_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
+    mono_profiler_set_monitor_acquired_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
+    mono_profiler_set_monitor_failed_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
     mono_profiler_set_sample_hit_callback: fn(MonoProfilerHandle, Option<MonoProfilerSampleHitCallback>);
     mono_profiler_enable_sampling: fn(MonoProfilerHandle) -> mono_bool;
     mono_profiler_set_sample_mode: fn(MonoProfilerHandle, MonoProfilerSampleMode, u32) -> mono_bool;
     // loader.h (async-signal-safe: callable from the sample-hit callback)
     mono_stack_walk_async_safe: fn(MonoStackWalkAsyncSafe, *mut c_void, *mut c_void);
+    // loader.h (not in a signal handler: the allocation and lock events)
+    mono_stack_walk_no_il: fn(MonoStackWalk, *mut c_void);
     // appdomain.h
     mono_jit_info_get_code_start: fn(*mut MonoJitInfo) -> *mut c_void;
     // loader.h, class.h
@@ -245,6 +264,7 @@ mono_api! {
     mono_class_get_image: fn(*mut MonoClass) -> *mut MonoImage;
     // object.h, class.h: an exception's type
     mono_object_get_class: fn(*mut MonoObject) -> *mut MonoClass;
+    mono_object_get_size: fn(*mut MonoObject) -> std::ffi::c_uint;
     mono_class_get_name: fn(*mut MonoClass) -> *const c_char;
     mono_class_get_namespace: fn(*mut MonoClass) -> *const c_char;
     mono_class_get_nesting_type: fn(*mut MonoClass) -> *mut MonoClass;
@@ -294,6 +314,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 49);
+        assert_eq!(MonoApi::NAMES.len(), 56);
     }
 }

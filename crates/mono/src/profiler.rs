@@ -22,13 +22,22 @@ pub trait Events: 'static {
     /// A thread was named (possibly before it started).
     fn thread_name(_thread: usize, _name: &CStr) {}
     /// An exception was thrown (first chance, rethrows included).
-    fn exception_throw(_exception: Exception<'_>) {}
+    fn exception_throw(_exception: Object<'_>) {}
     /// A catch handler (typed, or a `when` filter's that accepted) is about to run for
     /// `exception`.
-    fn exception_caught(_exception: Exception<'_>) {}
+    fn exception_caught(_exception: Object<'_>) {}
     /// A step of a garbage collection (`MONO_GC_EVENT_*`, in SGen's order): `generation` is the
     /// one collected (0: the nursery, 1: the major heap).
     fn gc_event(_event: GcEvent, _generation: u32) {}
+    /// An object was allocated, on the allocating thread (only after [`Profiler::set_allocations`]).
+    fn allocation(_object: Object<'_>) {}
+    /// The thread is about to wait for the lock of `object`, held by another thread (after
+    /// [`Profiler::set_monitor_events`]).
+    fn monitor_contention(_object: Object<'_>) {}
+    /// The thread got the lock of `object` it was waiting for.
+    fn monitor_acquired(_object: Object<'_>) {}
+    /// The thread gave up waiting for the lock of `object` (timeout, interruption).
+    fn monitor_failed(_object: Object<'_>) {}
     /// Per method Mono is about to compile: true to get the [`CallHooks`] on its calls (enter,
     /// leave, tail call, exceptional leave; no call contexts, which cost a copy of the frame).
     fn instrument(_method: Method<'_>) -> bool {
@@ -98,6 +107,31 @@ impl Profiler {
                 (self.api.mono_profiler_set_exception_clause_callback)(self.handle, Some(exception_clause::<E>));
             }
             (self.api.mono_profiler_set_gc_event_callback)(self.handle, Some(gc_event::<E>));
+        }
+    }
+
+    /// [`Events::allocation`] for every object the program allocates. Mono then allocates through
+    /// its profiler variant of the managed allocators, which call the profiler after the fast
+    /// path: a call per allocation. Must run in the init function; false when Mono refused (too
+    /// late).
+    pub fn set_allocations<E: Events>(&self) -> bool {
+        // SAFETY: as in `set_events`; `enable_allocations` from the init function, as it requires.
+        unsafe {
+            if (self.api.mono_profiler_enable_allocations)() == 0 {
+                return false;
+            }
+            (self.api.mono_profiler_set_gc_allocation_callback)(self.handle, Some(allocation::<E>));
+        }
+        true
+    }
+
+    /// The monitor events: [`Events::monitor_contention`], `monitor_acquired`, `monitor_failed`.
+    pub fn set_monitor_events<E: Events>(&self) {
+        // SAFETY: as in `set_events`.
+        unsafe {
+            (self.api.mono_profiler_set_monitor_contention_callback)(self.handle, Some(monitor_contention::<E>));
+            (self.api.mono_profiler_set_monitor_acquired_callback)(self.handle, Some(monitor_acquired::<E>));
+            (self.api.mono_profiler_set_monitor_failed_callback)(self.handle, Some(monitor_failed::<E>));
         }
     }
 
@@ -191,8 +225,55 @@ unsafe extern "C" fn thread_name<E: Events>(_prof: *mut MonoProfiler, tid: usize
 
 unsafe extern "C" fn exception_throw<E: Events>(_prof: *mut MonoProfiler, exception: *mut MonoObject) {
     // SAFETY: the exception Mono passed to this callback, on the throwing (attached) thread.
-    let exception = unsafe { Exception::new(exception) };
+    let exception = unsafe { Object::new(exception) };
     guard::<E, _>((), || E::exception_throw(exception));
+}
+
+unsafe extern "C" fn allocation<E: Events>(_prof: *mut MonoProfiler, object: *mut MonoObject) {
+    // SAFETY: the object Mono passed to this callback, on the allocating (attached) thread.
+    let object = unsafe { Object::new(object) };
+    guard::<E, _>((), || E::allocation(object));
+}
+
+unsafe extern "C" fn monitor_contention<E: Events>(_prof: *mut MonoProfiler, object: *mut MonoObject) {
+    // SAFETY: as for `allocation`, on the contending thread.
+    let object = unsafe { Object::new(object) };
+    guard::<E, _>((), || E::monitor_contention(object));
+}
+
+unsafe extern "C" fn monitor_acquired<E: Events>(_prof: *mut MonoProfiler, object: *mut MonoObject) {
+    // SAFETY: as for `allocation`.
+    let object = unsafe { Object::new(object) };
+    guard::<E, _>((), || E::monitor_acquired(object));
+}
+
+unsafe extern "C" fn monitor_failed<E: Events>(_prof: *mut MonoProfiler, object: *mut MonoObject) {
+    // SAFETY: as for `allocation`.
+    let object = unsafe { Object::new(object) };
+    guard::<E, _>((), || E::monitor_failed(object));
+}
+
+/// Walks the calling thread's managed stack, innermost frame first: `frame(method, managed)`
+/// for each (`method` a `MonoMethod*` as a key, 0 when Mono gave none) until it returns true.
+/// For a thread attached to the runtime, outside a signal handler (Mono's full unwinder; it can
+/// raise profiler events of its own, so no lock of the caller's may be held).
+pub fn walk_stack(mut frame: impl FnMut(usize, bool) -> bool) {
+    let Some(api) = api() else { return };
+    unsafe extern "C" fn each(
+        method: *mut MonoMethod,
+        _native_offset: i32,
+        _il_offset: i32,
+        managed: mono_bool,
+        data: *mut c_void,
+    ) -> mono_bool {
+        // SAFETY: `data` is the `&mut dyn FnMut` below, alive for the whole walk.
+        let frame = unsafe { &mut *(data as *mut &mut dyn FnMut(usize, bool) -> bool) };
+        mono_bool::from(catch_unwind(AssertUnwindSafe(|| frame(method as usize, managed != 0))).unwrap_or(true))
+    }
+    let mut frame: &mut dyn FnMut(usize, bool) -> bool = &mut frame;
+    // SAFETY: a documented walk of the current thread; `each` matches `MonoStackWalk`, and the
+    // pointer it gets back is `frame`, which outlives the call.
+    unsafe { (api.mono_stack_walk_no_il)(each, &mut frame as *mut _ as *mut c_void) };
 }
 
 thread_local! {
@@ -230,7 +311,7 @@ unsafe extern "C" fn exception_clause<E: Events>(
         _ => return, // finally and fault handlers run on the way out, they catch nothing
     }
     // SAFETY: as for `exception_throw`.
-    let exception = unsafe { Exception::new(exception) };
+    let exception = unsafe { Object::new(exception) };
     guard::<E, _>((), || E::exception_caught(exception));
 }
 
@@ -263,20 +344,23 @@ pub enum GcEvent {
     PostStartWorld,
 }
 
-/// An exception object Mono passed to a callback that is still running, on its (attached)
-/// thread.
+/// An object (an exception, a new allocation, a contended lock) Mono passed to a callback that
+/// is still running, on its (attached) thread.
 #[derive(Clone, Copy)]
-pub struct Exception<'cb> {
+pub struct Object<'cb> {
     object: *mut MonoObject,
     _callback: PhantomData<&'cb MonoObject>,
 }
 
-impl Exception<'_> {
+/// The exception events' name for it.
+pub type Exception<'cb> = Object<'cb>;
+
+impl Object<'_> {
     /// # Safety
     /// `object` is null or an object Mono passed to a callback that outlives the value, on a
     /// thread attached to the runtime.
     unsafe fn new(object: *mut MonoObject) -> Self {
-        Exception { object, _callback: PhantomData }
+        Object { object, _callback: PhantomData }
     }
 
     fn class(&self) -> *mut MonoClass {
@@ -287,9 +371,23 @@ impl Exception<'_> {
         }
     }
 
-    /// The exception's class, as a key (0: unknown).
+    /// The object's class, as a key (0: unknown).
     pub fn class_key(&self) -> usize {
         self.class() as usize
+    }
+
+    /// The object's address, as a key (a lock's identity while it is held).
+    pub fn address(&self) -> usize {
+        self.object as usize
+    }
+
+    /// The object's size in bytes (an array's or a string's with its elements).
+    pub fn size(&self) -> u64 {
+        match api() {
+            // SAFETY: a live object (see `new`); the getter reads its vtable and length.
+            Some(api) if !self.object.is_null() => u64::from(unsafe { (api.mono_object_get_size)(self.object) }),
+            _ => 0,
+        }
     }
 
     /// `Namespace.Outer+Inner`, from the class and its enclosing classes.

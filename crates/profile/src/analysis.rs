@@ -81,6 +81,15 @@ pub struct MethodStats {
     pub self_samples: u64,
     /// Recursion-aware: outermost occurrences only.
     pub total_samples: u64,
+    /// Bytes allocated with this method innermost (estimated when sampled).
+    pub alloc_bytes: u64,
+    pub alloc_count: u64,
+    /// Bytes allocated in this method and everything it called; recursion-aware.
+    pub total_alloc_bytes: u64,
+    /// Lock-contention wait with this method innermost.
+    pub wait_ns: u64,
+    /// Exceptions thrown with this method innermost.
+    pub exceptions_thrown: u64,
 }
 
 /// One line of a butterfly: calls and time between a method and one caller or callee.
@@ -155,6 +164,7 @@ impl Analysis {
         let mut methods = vec![MethodStats::default(); n_methods];
         let mut edges: HashMap<(Option<u32>, u32), Edge> = HashMap::new();
         let mut totals = Totals::default();
+        let total_alloc = node_alloc_totals(profile);
 
         walk(profile, &CallTree::new(profile), thread, |i, outermost| {
             let node = &nodes[i as usize];
@@ -166,6 +176,13 @@ impl Analysis {
             if outermost.method {
                 add(&mut stats.total_ns, node.total_ns);
                 add(&mut stats.total_samples, node.total_samples);
+                add(&mut stats.total_alloc_bytes, total_alloc[i as usize]);
+            }
+            if let Some(e) = profile.events.node(i) {
+                add(&mut stats.alloc_bytes, e.alloc_bytes);
+                add(&mut stats.alloc_count, e.alloc_count);
+                add(&mut stats.wait_ns, e.wait_ns);
+                add(&mut stats.exceptions_thrown, e.exceptions_thrown);
             }
             let edge = edges.entry((caller, node.method)).or_insert(Edge {
                 method: caller,
@@ -262,6 +279,22 @@ fn walk(profile: &Profile, tree: &CallTree, thread: Option<u32>, mut visit: impl
             }
         }
     }
+}
+
+/// Bytes allocated in each node's subtree (the node's own allocations and its descendants'),
+/// indexed by node id. One backward pass: parents precede children.
+pub fn node_alloc_totals(profile: &Profile) -> Vec<u64> {
+    let nodes = &profile.nodes;
+    let mut total = vec![0u64; nodes.len()];
+    for e in &profile.events.nodes {
+        total[e.node as usize] = e.alloc_bytes;
+    }
+    for i in (0..nodes.len()).rev() {
+        if let Some(p) = nodes[i].parent {
+            total[p as usize] = total[p as usize].saturating_add(total[i]);
+        }
+    }
+    total
 }
 
 /// Sums saturate: a hostile file can hold values whose sum overflows, and that must not panic.

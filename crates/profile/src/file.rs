@@ -25,13 +25,15 @@
 //! | name | model field | since |
 //! |---|---|---|
 //! | `attach` | `RunInfo::attach` ([`crate::model::Attach`]) | version 2 |
-//! | `events` | `Profile::events` ([`crate::model::RuntimeEvents`]), when not empty | version 2 |
+//! | `events` | `Profile::events` ([`crate::model::RuntimeEvents`]): exceptions, catches counted, collections | version 2 |
+//! | `allocations` | `RuntimeEvents::allocations` ([`crate::model::Allocations`]) | version 2 |
+//! | `node_events` | `RuntimeEvents::nodes` ([`crate::model::NodeEvents`] per node) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::{InvalidProfile, Profile, RuntimeEvents};
+use crate::model::{Allocations, InvalidProfile, Profile, RuntimeEvents};
 
 /// The first eight bytes of every profile file.
 pub const MAGIC: [u8; 8] = *b"SONDEPRF";
@@ -142,12 +144,23 @@ pub fn read_profile(mut r: impl Read) -> Result<Profile, FileError> {
 
 /// The facts of `profile` that travel as extensions (see the module's documentation).
 fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
+    fn encode(value: &impl serde::Serialize) -> Vec<u8> {
+        postcard::to_stdvec(value).expect("a plain struct encodes")
+    }
     let mut list = Vec::new();
     if let Some(attach) = &profile.run.attach {
-        list.push(("attach".to_string(), postcard::to_stdvec(attach).expect("a plain struct encodes")));
+        list.push(("attach".to_string(), encode(attach)));
     }
-    if profile.events != RuntimeEvents::default() {
-        list.push(("events".to_string(), postcard::to_stdvec(&profile.events).expect("a plain struct encodes")));
+    let events = &profile.events;
+    // `events` encodes the fields it had when it was introduced; the later ones are `skip` there.
+    if !events.exceptions.is_empty() || events.catches_counted || events.gc != Default::default() {
+        list.push(("events".to_string(), encode(events)));
+    }
+    if events.allocations != Allocations::default() {
+        list.push(("allocations".to_string(), encode(&events.allocations)));
+    }
+    if !events.nodes.is_empty() {
+        list.push(("node_events".to_string(), encode(&events.nodes)));
     }
     list
 }
@@ -157,7 +170,14 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
     for (name, bytes) in list {
         match name.as_str() {
             "attach" => profile.run.attach = Some(postcard::from_bytes(bytes)?),
-            "events" => profile.events = postcard::from_bytes(bytes)?,
+            "events" => {
+                let RuntimeEvents { exceptions, catches_counted, gc, .. } = postcard::from_bytes(bytes)?;
+                profile.events.exceptions = exceptions;
+                profile.events.catches_counted = catches_counted;
+                profile.events.gc = gc;
+            }
+            "allocations" => profile.events.allocations = postcard::from_bytes(bytes)?,
+            "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

@@ -19,9 +19,12 @@ pub mod model;
 #[cfg(test)]
 mod testkit;
 
-pub use analysis::{Analysis, CallTree, Edge, MethodStats, ThreadTotals, Totals, hot_path, thread_totals};
+pub use analysis::{
+    Analysis, CallTree, Edge, MethodStats, ThreadTotals, Totals, hot_path, node_alloc_totals, thread_totals,
+};
 pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_profile, save, write_profile};
 pub use model::{
-    Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, InvalidProfile, LostSamples,
-    Method, Mode, Node, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, Thread, Timing,
+    AllocSampling, AllocationCount, Allocations, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
+    GcSummary, InvalidProfile, LostSamples, Method, Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents,
+    SampleClock, Thread, Timing,
 };

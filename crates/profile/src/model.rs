@@ -207,6 +207,95 @@ pub struct RuntimeEvents {
     pub catches_counted: bool,
     /// Garbage collections.
     pub gc: GcSummary,
+    /// Allocations by type (the file's `allocations` extension, hence `skip` in `events`).
+    #[serde(skip)]
+    pub allocations: Allocations,
+    /// What the events above attribute to call-tree nodes, by node id, ascending, at most one
+    /// entry per node and only nodes with something to count (the file's `node_events`
+    /// extension).
+    #[serde(skip)]
+    pub nodes: Vec<NodeEvents>,
+}
+
+/// Allocations, all threads: how they were counted and the estimated totals per type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocations {
+    pub sampling: AllocSampling,
+    /// Sampled: the mean number of bytes between two samples (CoreCLR's `AllocationTick`:
+    /// about 100 KB; Mono: Sonde's own per-byte sampler).
+    pub sample_bytes: u64,
+    /// Allocations the agent sampled (every one, exact).
+    pub samples: u64,
+    /// Estimated totals per type (exact counts in exact mode), in the order each type was first
+    /// seen.
+    pub by_type: Vec<AllocationCount>,
+}
+
+/// How allocations were counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AllocSampling {
+    /// Not recorded.
+    #[default]
+    Off,
+    /// One allocation in about every `sample_bytes` bytes, weighted (`docs/EVENTS.md`).
+    Sampled,
+    /// Every allocation.
+    Exact,
+}
+
+impl AllocSampling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AllocSampling::Off => "off",
+            AllocSampling::Sampled => "sampled",
+            AllocSampling::Exact => "exact",
+        }
+    }
+}
+
+/// Allocations of one type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocationCount {
+    /// `Namespace.Type`, nested types joined with `+`, arrays as `T[]`.
+    pub type_name: String,
+    pub bytes: u64,
+    pub count: u64,
+}
+
+/// The events attributed to one call-tree node, where it was the innermost frame (its self
+/// share; inclusive figures are derived from the tree).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeEvents {
+    pub node: u32,
+    /// Allocated bytes (estimated when sampled).
+    pub alloc_bytes: u64,
+    /// Allocated objects (estimated when sampled).
+    pub alloc_count: u64,
+    /// Time spent waiting to enter a contended lock.
+    pub wait_ns: u64,
+    /// Exceptions thrown (first chance).
+    pub exceptions_thrown: u64,
+}
+
+impl NodeEvents {
+    pub fn is_empty(&self) -> bool {
+        self.alloc_bytes == 0 && self.alloc_count == 0 && self.wait_ns == 0 && self.exceptions_thrown == 0
+    }
+
+    /// Adds `other`'s counts (not its node) to these.
+    pub fn add(&mut self, other: &NodeEvents) {
+        self.alloc_bytes = self.alloc_bytes.saturating_add(other.alloc_bytes);
+        self.alloc_count = self.alloc_count.saturating_add(other.alloc_count);
+        self.wait_ns = self.wait_ns.saturating_add(other.wait_ns);
+        self.exceptions_thrown = self.exceptions_thrown.saturating_add(other.exceptions_thrown);
+    }
+}
+
+impl RuntimeEvents {
+    /// The events of node `id`, if any (`nodes` is sorted by node).
+    pub fn node(&self, id: u32) -> Option<&NodeEvents> {
+        self.nodes.binary_search_by_key(&id, |e| e.node).ok().map(|i| &self.nodes[i])
+    }
 }
 
 /// Exceptions of one type: first-chance throws (a rethrow counts again) and catches (a catch
@@ -310,11 +399,13 @@ pub enum InvalidProfile {
     ParentDoesNotPrecede { node: usize, parent: u32 },
     #[error("node {node} and its parent {parent} are on different threads")]
     ParentOnAnotherThread { node: usize, parent: u32 },
+    #[error("node events name node {node} of {nodes}, out of order or twice")]
+    NodeEventsOutOfOrder { node: u32, nodes: usize },
 }
 
 impl Profile {
     /// Checks the invariants readers rely on: ids in range, parents before children, a node's
-    /// thread equal to its parent's.
+    /// thread equal to its parent's, node events in node order.
     pub fn validate(&self) -> Result<(), InvalidProfile> {
         for (i, node) in self.nodes.iter().enumerate() {
             if node.method as usize >= self.methods.len() {
@@ -339,6 +430,13 @@ impl Profile {
                     return Err(InvalidProfile::ParentOnAnotherThread { node: i, parent: p });
                 }
             }
+        }
+        let mut previous = None;
+        for e in &self.events.nodes {
+            if e.node as usize >= self.nodes.len() || previous.is_some_and(|p| p >= e.node) {
+                return Err(InvalidProfile::NodeEventsOutOfOrder { node: e.node, nodes: self.nodes.len() });
+            }
+            previous = Some(e.node);
         }
         Ok(())
     }
@@ -396,6 +494,20 @@ mod tests {
             (
                 InvalidProfile::ParentOnAnotherThread { node: 1, parent: 0 },
                 "node 1 and its parent 0 are on different threads".to_string()
+            )
+        );
+        assert_eq!(
+            broken(|p| p.events.nodes = vec![NodeEvents { node: 1, ..Default::default() }, NodeEvents::default()]),
+            (
+                InvalidProfile::NodeEventsOutOfOrder { node: 0, nodes: 2 },
+                "node events name node 0 of 2, out of order or twice".to_string()
+            )
+        );
+        assert_eq!(
+            broken(|p| p.events.nodes = vec![NodeEvents { node: 2, ..Default::default() }]),
+            (
+                InvalidProfile::NodeEventsOutOfOrder { node: 2, nodes: 2 },
+                "node events name node 2 of 2, out of order or twice".to_string()
             )
         );
     }

@@ -33,9 +33,90 @@ pub const ENV_CPU_TIMERS: &str = "SONDE_CPU_TIMERS";
 /// `using`-heavy loop ran twice as slow). See docs/EVENTS.md.
 pub const ENV_MONO_CATCHES: &str = "SONDE_MONO_CATCHES";
 
+/// Mean bytes between two allocation samples where Sonde samples allocations itself (Mono; on
+/// CoreCLR the runtime's allocation tick decides, every ~100 KB). Tests set it lower for tighter
+/// estimates; not in [`ALL_VARS`], like [`ENV_MONO_CATCHES`]: it passes through from `sonde`'s
+/// own environment.
+pub const ENV_ALLOC_SAMPLE_BYTES: &str = "SONDE_ALLOC_SAMPLE_BYTES";
+pub const DEFAULT_ALLOC_SAMPLE_BYTES: u64 = 100 * 1024;
+
+/// The runtime events to record, comma-separated ([`EventKinds`]; `sonde record --events`).
+pub const ENV_EVENTS: &str = "SONDE_EVENTS";
+
 /// Every variable the agent reads, so the controller can clear stale values.
-pub const ALL_VARS: &[&str] =
-    &[ENV_SOCKET, ENV_MODE, ENV_TIMING, ENV_INCLUDE, ENV_EXCLUDE, ENV_ALL, ENV_INTERVAL_US, ENV_CLOCK, ENV_LOG];
+pub const ALL_VARS: &[&str] = &[
+    ENV_SOCKET,
+    ENV_MODE,
+    ENV_TIMING,
+    ENV_INCLUDE,
+    ENV_EXCLUDE,
+    ENV_ALL,
+    ENV_INTERVAL_US,
+    ENV_CLOCK,
+    ENV_LOG,
+    ENV_EVENTS,
+];
+
+/// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing
+/// when off: its callbacks are not registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventKinds {
+    /// Allocations by type and stack, sampled (`alloc`).
+    pub alloc: bool,
+    /// Garbage collections (`gc`).
+    pub gc: bool,
+    /// Exceptions by type and stack (`exceptions`).
+    pub exceptions: bool,
+    /// Time waiting for contended locks (`contention`).
+    pub contention: bool,
+}
+
+impl EventKinds {
+    /// The kinds, as `--events` spells them.
+    pub const NAMES: [&str; 4] = ["alloc", "gc", "exceptions", "contention"];
+
+    pub const NONE: EventKinds = EventKinds { alloc: false, gc: false, exceptions: false, contention: false };
+
+    /// What a recording counts unless told otherwise: every kind (each costs little; measured in
+    /// BENCHMARKS.md, "Runtime events").
+    pub const DEFAULT: EventKinds = EventKinds { alloc: true, gc: true, exceptions: true, contention: true };
+
+    fn flag(&mut self, name: &str) -> Option<&mut bool> {
+        match name {
+            "alloc" => Some(&mut self.alloc),
+            "gc" => Some(&mut self.gc),
+            "exceptions" => Some(&mut self.exceptions),
+            "contention" => Some(&mut self.contention),
+            _ => None,
+        }
+    }
+
+    /// Parses `alloc,gc,…` (`none`: nothing; `all`: everything); the unknown name is the error.
+    pub fn parse(list: &str) -> Result<EventKinds, String> {
+        let mut kinds = EventKinds::NONE;
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "none" => {}
+                "all" => kinds = EventKinds::DEFAULT,
+                _ => *kinds.flag(name).ok_or_else(|| name.to_string())? = true,
+            }
+        }
+        Ok(kinds)
+    }
+
+    /// The list [`parse`](Self::parse) reads back (`none` when empty).
+    pub fn to_list(self) -> String {
+        let mut copy = self;
+        let names: Vec<&str> = Self::NAMES.into_iter().filter(|n| copy.flag(n).is_some_and(|f| *f)).collect();
+        if names.is_empty() { "none".to_string() } else { names.join(",") }
+    }
+}
+
+impl Default for EventKinds {
+    fn default() -> Self {
+        EventKinds::DEFAULT
+    }
+}
 
 pub const DEFAULT_INTERVAL_US: u64 = 1000;
 
@@ -54,6 +135,10 @@ pub enum ConfigError {
     UnknownClock(String),
     #[error("{ENV_BENCH_HOOKS}: unknown benchmark hooks `{0}`")]
     UnknownBenchHooks(String),
+    #[error("{ENV_EVENTS}: unknown event kind `{0}` (known: alloc, gc, exceptions, contention)")]
+    UnknownEvent(String),
+    #[error("{ENV_ALLOC_SAMPLE_BYTES}: not a positive number: `{0}`")]
+    BadAllocSampleBytes(String),
     #[error("the attach command's client data is not a Sonde configuration")]
     BadClientData,
 }
@@ -91,6 +176,10 @@ pub struct AgentConfig {
     pub cpu_timers: bool,
     /// Mono: count caught exceptions (see [`ENV_MONO_CATCHES`]).
     pub mono_catches: bool,
+    /// The runtime events to record ([`ENV_EVENTS`]).
+    pub events: EventKinds,
+    /// Mean bytes between allocation samples of Sonde's own sampler ([`ENV_ALLOC_SAMPLE_BYTES`]).
+    pub alloc_sample_bytes: u64,
 }
 
 impl Default for AgentConfig {
@@ -106,6 +195,8 @@ impl Default for AgentConfig {
             bench_hooks: None,
             cpu_timers: true,
             mono_catches: false,
+            events: EventKinds::DEFAULT,
+            alloc_sample_bytes: DEFAULT_ALLOC_SAMPLE_BYTES,
         }
     }
 }
@@ -118,7 +209,11 @@ impl AgentConfig {
             (ENV_TIMING, self.timing.as_str().to_string()),
             (ENV_INTERVAL_US, self.interval_us.to_string()),
             (ENV_CLOCK, self.clock.as_str().to_string()),
+            (ENV_EVENTS, self.events.to_list()),
         ];
+        if self.alloc_sample_bytes != DEFAULT_ALLOC_SAMPLE_BYTES {
+            env.push((ENV_ALLOC_SAMPLE_BYTES, self.alloc_sample_bytes.to_string()));
+        }
         if let Some(socket) = &self.socket {
             env.push((ENV_SOCKET, socket.display().to_string()));
         }
@@ -220,6 +315,15 @@ impl AgentConfig {
         }
         config.cpu_timers = get(ENV_CPU_TIMERS).is_none_or(|v| v != "0");
         config.mono_catches = get(ENV_MONO_CATCHES).is_some_and(|v| v == "1");
+        if let Some(list) = get(ENV_EVENTS) {
+            config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
+        }
+        if let Some(bytes) = get(ENV_ALLOC_SAMPLE_BYTES) {
+            config.alloc_sample_bytes = match bytes.parse() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(ConfigError::BadAllocSampleBytes(bytes)),
+            };
+        }
         Ok(config)
     }
 }
@@ -246,6 +350,8 @@ mod tests {
             bench_hooks: Some(BenchHooks::Clock),
             cpu_timers: false,
             mono_catches: true,
+            events: EventKinds { alloc: false, gc: true, exceptions: false, contention: true },
+            alloc_sample_bytes: 4096,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();
@@ -267,6 +373,19 @@ mod tests {
         assert_eq!(AgentConfig::from_client_data(b"SONDE_MODE\0"), Err(ConfigError::BadClientData));
         assert_eq!(AgentConfig::from_client_data(b"\xff=1\0"), Err(ConfigError::BadClientData));
         assert!(matches!(AgentConfig::from_client_data(b"SONDE_MODE=fast\0"), Err(ConfigError::UnknownMode(_))));
+    }
+
+    #[test]
+    fn event_lists_parse_and_print() {
+        assert_eq!(EventKinds::parse("").unwrap(), EventKinds::NONE);
+        assert_eq!(EventKinds::parse("none").unwrap(), EventKinds::NONE);
+        assert_eq!(EventKinds::parse("all").unwrap(), EventKinds::DEFAULT);
+        let some = EventKinds::parse(" gc , alloc").unwrap();
+        assert_eq!(some, EventKinds { alloc: true, gc: true, exceptions: false, contention: false });
+        assert_eq!(some.to_list(), "alloc,gc");
+        assert_eq!(EventKinds::NONE.to_list(), "none");
+        assert_eq!(EventKinds::parse(&EventKinds::DEFAULT.to_list()).unwrap(), EventKinds::DEFAULT);
+        assert_eq!(EventKinds::parse("gc,jit"), Err("jit".to_string()));
     }
 
     #[test]
@@ -298,6 +417,12 @@ mod tests {
                 "SONDE_INTERVAL_US: not a positive number: `-5`",
             ),
             (ENV_CLOCK, "sun", ConfigError::UnknownClock("sun".into()), "SONDE_CLOCK: unknown clock `sun`"),
+            (
+                ENV_EVENTS,
+                "gc,heap",
+                ConfigError::UnknownEvent("heap".into()),
+                "SONDE_EVENTS: unknown event kind `heap` (known: alloc, gc, exceptions, contention)",
+            ),
             (
                 ENV_BENCH_HOOKS,
                 "none",

@@ -93,6 +93,13 @@ mod tests {
                 }],
                 last_sample: Some(0),
                 walked: Some(0),
+                events: vec![sonde_profile::NodeEvents {
+                    node: 0,
+                    alloc_bytes: 100_000,
+                    alloc_count: 3,
+                    wait_ns: 0,
+                    exceptions_thrown: 1,
+                }],
             }],
             lost: 0,
             samples_taken: 0,
@@ -121,6 +128,17 @@ mod tests {
                         heap_bytes_after: 4096,
                     }],
                 },
+                ..Default::default()
+            },
+            allocations: sonde_profile::Allocations {
+                sampling: sonde_profile::AllocSampling::Sampled,
+                sample_bytes: 100_000,
+                samples: 1,
+                by_type: vec![sonde_profile::AllocationCount {
+                    type_name: "System.String".into(),
+                    bytes: 100_000,
+                    count: 3,
+                }],
             },
         })
     }

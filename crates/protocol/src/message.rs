@@ -8,10 +8,10 @@
 //! repeat some: the receiver keeps one record per id).
 
 use serde::{Deserialize, Serialize};
-use sonde_profile::{LostSamples, Mode, Runtime, RuntimeEvents, SampleClock, Timing};
+use sonde_profile::{Allocations, LostSamples, Mode, NodeEvents, Runtime, RuntimeEvents, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -28,6 +28,9 @@ pub struct Hello {
     pub started_unix_ms: u64,
 }
 
+// A snapshot is the message that matters, and one at a time is in flight: its size on the stack
+// costs nothing worth a box on every use.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AgentMessage {
     Hello(Hello),
@@ -102,6 +105,9 @@ pub struct ThreadSnapshot {
     /// The node of the thread's stack in the latest runtime walk ([`ControllerMessage::WalkStacks`]),
     /// with its parents; `None` when no walk found the thread.
     pub walked: Option<u32>,
+    /// Allocations, waits and throws attributed to nodes (`node` an index into `nodes`),
+    /// ascending, only nodes with something to count.
+    pub events: Vec<NodeEvents>,
 }
 
 /// The hooks' own cost, measured by the agent at start-up (see `docs/ARCHITECTURE.md`).
@@ -139,6 +145,9 @@ pub struct Snapshot {
     pub fatal_signal: Option<i32>,
     /// [`ControllerMessage::WalkStacks`] requests done so far (walked or failed).
     pub stacks_walked: u32,
-    /// The runtime's events so far (cumulative, like the trees).
+    /// The runtime's events so far (cumulative, like the trees); its `allocations` and `nodes`
+    /// travel in [`Snapshot::allocations`] and [`ThreadSnapshot::events`].
     pub events: RuntimeEvents,
+    /// Allocations by type so far.
+    pub allocations: Allocations,
 }

@@ -15,7 +15,7 @@ use std::io::{self, BufWriter, Write};
 
 use serde::{Serialize, Serializer};
 use serde_json::ser::{CompactFormatter, Formatter};
-use sonde_profile::{Analysis, Profile, thread_totals};
+use sonde_profile::{Analysis, Profile, node_alloc_totals, thread_totals};
 
 use crate::Renderer;
 
@@ -32,6 +32,8 @@ impl Renderer for JsonRenderer {
         crate::check(profile)?;
         let analysis = Analysis::new(profile);
         let threads = thread_totals(profile);
+        let node_alloc = node_alloc_totals(profile);
+        let allocations = &profile.events.allocations;
         let run = &profile.run;
         let report = Report {
             schema: SCHEMA,
@@ -82,19 +84,32 @@ impl Renderer for JsonRenderer {
                     total_ns: s.total_ns,
                     self_samples: s.self_samples,
                     total_samples: s.total_samples,
+                    alloc_bytes: s.alloc_bytes,
+                    alloc_count: s.alloc_count,
+                    total_alloc_bytes: s.total_alloc_bytes,
+                    wait_ns: s.wait_ns,
+                    exceptions_thrown: s.exceptions_thrown,
                 })
             }),
             nodes: Seq(|| {
-                profile.nodes.iter().enumerate().map(|(id, n)| NodeView {
-                    id,
-                    thread: n.thread,
-                    parent: n.parent,
-                    method: n.method,
-                    calls: n.calls,
-                    self_ns: n.self_ns,
-                    total_ns: n.total_ns,
-                    self_samples: n.self_samples,
-                    total_samples: n.total_samples,
+                profile.nodes.iter().enumerate().map(|(id, n)| {
+                    let e = profile.events.node(id as u32).copied().unwrap_or_default();
+                    NodeView {
+                        id,
+                        thread: n.thread,
+                        parent: n.parent,
+                        method: n.method,
+                        calls: n.calls,
+                        self_ns: n.self_ns,
+                        total_ns: n.total_ns,
+                        self_samples: n.self_samples,
+                        total_samples: n.total_samples,
+                        alloc_bytes: e.alloc_bytes,
+                        alloc_count: e.alloc_count,
+                        total_alloc_bytes: node_alloc[id],
+                        wait_ns: e.wait_ns,
+                        exceptions_thrown: e.exceptions_thrown,
+                    }
                 })
             }),
             exceptions: Seq(|| {
@@ -120,6 +135,14 @@ impl Renderer for JsonRenderer {
                     })
                 }),
             },
+            allocation_sampling: allocations.sampling.as_str(),
+            allocations: Seq(|| {
+                allocations.by_type.iter().map(|a| AllocationView {
+                    r#type: &a.type_name,
+                    bytes: a.bytes,
+                    count: a.count,
+                })
+            }),
         };
         let mut out = BufWriter::new(out);
         let mut ser = serde_json::Serializer::with_formatter(&mut out, LineFormatter::default());
@@ -130,7 +153,7 @@ impl Renderer for JsonRenderer {
 }
 
 #[derive(Serialize)]
-struct Report<'a, T, M, N, E, C> {
+struct Report<'a, T, M, N, E, C, A> {
     schema: &'static str,
     mode: &'static str,
     timing: Option<&'static str>,
@@ -155,6 +178,15 @@ struct Report<'a, T, M, N, E, C> {
     nodes: N,
     exceptions: E,
     gc: GcView<C>,
+    allocation_sampling: &'static str,
+    allocations: A,
+}
+
+#[derive(Serialize)]
+struct AllocationView<'a> {
+    r#type: &'a str,
+    bytes: u64,
+    count: u64,
 }
 
 #[derive(Serialize)]
@@ -236,6 +268,11 @@ struct MethodView<'a> {
     total_ns: u64,
     self_samples: u64,
     total_samples: u64,
+    alloc_bytes: u64,
+    alloc_count: u64,
+    total_alloc_bytes: u64,
+    wait_ns: u64,
+    exceptions_thrown: u64,
 }
 
 #[derive(Serialize)]
@@ -249,6 +286,11 @@ struct NodeView {
     total_ns: u64,
     self_samples: u64,
     total_samples: u64,
+    alloc_bytes: u64,
+    alloc_count: u64,
+    total_alloc_bytes: u64,
+    wait_ns: u64,
+    exceptions_thrown: u64,
 }
 
 /// A JSON array produced on demand from an iterator, so it is never collected.

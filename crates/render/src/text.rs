@@ -246,6 +246,87 @@ fn runtime_events(out: &mut impl Write, view: &View) -> io::Result<()> {
             writeln!(out, "{:>12}  {:>12}  {}", count(e.thrown), caught, Clean(&e.type_name))?;
         }
     }
+    allocations(out, view)?;
+    contention(out, view)?;
+    Ok(())
+}
+
+/// Rows of the allocation and contention tables.
+const EVENT_ROWS: usize = 10;
+
+/// Allocations by type, then the methods that allocated most (innermost frame).
+fn allocations(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let allocations = &view.profile.events.allocations;
+    if allocations.by_type.is_empty() {
+        return Ok(());
+    }
+    let total: u64 = allocations.by_type.iter().map(|a| a.bytes).sum();
+    let objects: u64 = allocations.by_type.iter().map(|a| a.count).sum();
+    let estimate = match allocations.sampling {
+        sonde_profile::AllocSampling::Exact => String::new(),
+        _ => format!(", estimated from {} samples", count(allocations.samples)),
+    };
+    let mut ranked: Vec<_> = allocations.by_type.iter().collect();
+    ranked.sort_by_key(|a| std::cmp::Reverse(a.bytes));
+    writeln!(out)?;
+    writeln!(out, "Allocations: {} in {} objects{estimate}", bytes(total), count(objects))?;
+    writeln!(out, "{:>12}  {:>7}  {:>12}  type", "bytes", "%", "objects")?;
+    for a in ranked.iter().take(EVENT_ROWS) {
+        writeln!(
+            out,
+            "{:>12}  {:>7}  {:>12}  {}",
+            bytes(a.bytes),
+            percent(a.bytes, total),
+            count(a.count),
+            Clean(&a.type_name)
+        )?;
+    }
+    let mut methods: Vec<(u32, &MethodStats)> = view
+        .analysis
+        .methods()
+        .iter()
+        .enumerate()
+        .map(|(id, m)| (id as u32, m))
+        .filter(|(_, m)| m.alloc_bytes > 0)
+        .collect();
+    if !methods.is_empty() {
+        methods.sort_by_key(|(id, m)| (std::cmp::Reverse(m.alloc_bytes), *id));
+        writeln!(out, "{:>12}  {:>7}  {:>12}  allocating method (innermost frame)", "bytes", "%", "objects")?;
+        for (id, m) in methods.iter().take(EVENT_ROWS) {
+            writeln!(
+                out,
+                "{:>12}  {:>7}  {:>12}  {}",
+                bytes(m.alloc_bytes),
+                percent(m.alloc_bytes, total),
+                count(m.alloc_count),
+                view.name(*id)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Time spent waiting for contended locks, by the method that waited (innermost frame).
+fn contention(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let mut methods: Vec<(u32, &MethodStats)> = view
+        .analysis
+        .methods()
+        .iter()
+        .enumerate()
+        .map(|(id, m)| (id as u32, m))
+        .filter(|(_, m)| m.wait_ns > 0)
+        .collect();
+    if methods.is_empty() {
+        return Ok(());
+    }
+    let total: u64 = methods.iter().map(|(_, m)| m.wait_ns).sum();
+    methods.sort_by_key(|(id, m)| (std::cmp::Reverse(m.wait_ns), *id));
+    writeln!(out)?;
+    writeln!(out, "Lock contention: {} waited", duration(total))?;
+    writeln!(out, "{:>12}  {:>7}  waiting method (innermost frame)", "waited", "%")?;
+    for (id, m) in methods.iter().take(EVENT_ROWS) {
+        writeln!(out, "{:>12}  {:>7}  {}", duration(m.wait_ns), percent(m.wait_ns, total), view.name(*id))?;
+    }
     Ok(())
 }
 

@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use sonde_profile::{
-    Compensation, ExceptionCount, GcCollection, GcKind, GcReason, Method, Mode, Node, Profile, RunInfo, Runtime,
-    RuntimeEvents, Thread, Timing,
+    AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, Method,
+    Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timing,
 };
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
@@ -147,6 +147,19 @@ fn sampling_profile() -> Profile {
             heap_bytes_after: heap,
         });
     }
+    events.allocations = Allocations {
+        sampling: AllocSampling::Sampled,
+        sample_bytes: 100 * 1024,
+        samples: 3,
+        by_type: vec![
+            AllocationCount { type_name: "System.Byte[]".into(), bytes: 300 * 1024, count: 300 },
+            AllocationCount { type_name: "Acme.Token\u{1b}]0;owned\u{7}".into(), bytes: 100 * 1024, count: 4_266 },
+        ],
+    };
+    events.nodes = vec![
+        NodeEvents { node: 1, alloc_bytes: 100 * 1024, alloc_count: 4_266, wait_ns: 0, exceptions_thrown: 3 },
+        NodeEvents { node: 2, alloc_bytes: 300 * 1024, alloc_count: 300, wait_ns: 7 * ms, exceptions_thrown: 12 },
+    ];
     Profile {
         events,
         run,
@@ -299,8 +312,11 @@ fn json_parses_back_with_the_contract_keys_in_order() {
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
             "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
             "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
-            "exceptions", "gc",
+            "exceptions", "gc", "allocation_sampling", "allocations",
         ]);
+        for a in json["allocations"].as_array().unwrap() {
+            assert_eq!(keys(a), ["type", "bytes", "count"]);
+        }
         assert_eq!(keys(&json["gc"]), ["count_by_gen", "pause_ns_total", "pause_ns_max", "collections"]);
         for c in json["gc"]["collections"].as_array().unwrap() {
             assert_eq!(keys(c), ["gen", "reason", "kind", "start_ns", "end_ns", "pause_ns", "heap_bytes_after"]);
@@ -342,11 +358,31 @@ fn json_parses_back_with_the_contract_keys_in_order() {
                     "total_ns",
                     "self_samples",
                     "total_samples",
+                    "alloc_bytes",
+                    "alloc_count",
+                    "total_alloc_bytes",
+                    "wait_ns",
+                    "exceptions_thrown",
                 ],
             ),
             (
                 "nodes",
-                &["id", "thread", "parent", "method", "calls", "self_ns", "total_ns", "self_samples", "total_samples"],
+                &[
+                    "id",
+                    "thread",
+                    "parent",
+                    "method",
+                    "calls",
+                    "self_ns",
+                    "total_ns",
+                    "self_samples",
+                    "total_samples",
+                    "alloc_bytes",
+                    "alloc_count",
+                    "total_alloc_bytes",
+                    "wait_ns",
+                    "exceptions_thrown",
+                ],
             ),
         ];
         for (array, expected) in arrays {

@@ -12,6 +12,7 @@
 //!
 //! Everything here runs off the hot path (at JIT time or on rare runtime events).
 
+mod eventpipe;
 mod frames;
 pub mod hooks;
 
@@ -24,8 +25,8 @@ use crate::session::{self, ConfigSource, RuntimeId, StartError};
 use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use sonde_clr::sys::*;
-use sonde_clr::{HResult, ProfilerCallback, ProfilerInfo};
-use sonde_profile::{GcReason, Mode, Timing};
+use sonde_clr::{EventPipeEvent, HResult, ProfilerCallback, ProfilerInfo};
+use sonde_profile::{AllocSampling, GcReason, Mode, NodeEvents, Timing};
 use sonde_protocol::AgentConfig;
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -169,6 +170,10 @@ impl ProfilerCallback for Clr {
         if let (Some(_), Some(info)) = (session::get(), info()) {
             let class = info.class_of_object(exception).unwrap_or(0);
             events::exception_thrown(class, || info.class_name(class).ok());
+            if events::kinds().exceptions {
+                let counts = NodeEvents { exceptions_thrown: 1, ..Default::default() };
+                events::attribute(counts, sampling::walk_this_thread);
+            }
         }
         session::exception_thrown();
     }
@@ -208,6 +213,28 @@ impl ProfilerCallback for Clr {
         }
         let heap = info().and_then(|info| info.heap_bytes().ok()).unwrap_or(0);
         events::gc_finished(heap);
+    }
+
+    /// The EventPipe session's events, on the thread that wrote them: an allocation tick on the
+    /// allocating thread, the end of a contended wait on the waiting one.
+    fn event_pipe_event(&self, event: &EventPipeEvent<'_>) {
+        if session::get().is_none() {
+            return;
+        }
+        match event.id {
+            eventpipe::ALLOCATION_TICK => {
+                let Some(tick) = eventpipe::allocation_tick(event.data, event.version) else { return };
+                let (alloc_bytes, alloc_count) = tick.estimate();
+                events::allocated(tick.type_id, || Some(tick.type_name()), alloc_bytes, alloc_count);
+                let counts = NodeEvents { alloc_bytes, alloc_count, ..Default::default() };
+                events::attribute(counts, sampling::walk_this_thread);
+            }
+            eventpipe::CONTENTION_STOP => {
+                let Some(wait_ns) = eventpipe::contention_wait_ns(event.data, event.version) else { return };
+                events::attribute(NodeEvents { wait_ns, ..Default::default() }, sampling::walk_this_thread);
+            }
+            _ => {}
+        }
     }
 
     /// A caught exception may have been a fault whose handler never returned (see
@@ -312,6 +339,7 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
     }
     info.set_event_mask(mask, EVENTS_HIGH).map_err(|e| StartError::runtime("SetEventMask", e))?;
+    start_event_pipe(info, config);
     if timed {
         calibration::use_probe(&hooks::COST_PROBE);
         let cost = hooks::COST_PROBE.measure();
@@ -332,7 +360,24 @@ const SAMPLING_EVENTS: u32 = COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTION
 
 /// Collections without the per-object callbacks `COR_PRF_MONITOR_GC` brings (moved references,
 /// roots, handles): `GarbageCollectionStarted`/`Finished` only.
-const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC;
+/// And the profiler's EventPipe session's events (allocation ticks, contention: `eventpipe`).
+const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_EVENT_PIPE;
+
+/// Starts the EventPipe session for the allocation and contention events the configuration asks
+/// for (after the event mask is set). A runtime that refuses leaves them unrecorded, nothing
+/// else.
+fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
+    let Some((keywords, level)) = eventpipe::session_for(config.events) else { return };
+    match info.event_pipe_start_session(eventpipe::PROVIDER, keywords, level) {
+        Ok(_) => {
+            if config.events.alloc {
+                events::set_allocation_sampling(AllocSampling::Sampled, eventpipe::TICK_BYTES);
+            }
+            log!("EventPipe session: keywords {keywords:#x}, level {level}");
+        }
+        Err(e) => log!("EventPipeStartSession failed: {e}; allocations and lock contention are not recorded"),
+    }
+}
 
 /// Sampling mode: no hooks, no JIT flags; Sonde's signal sampler (`sampling::signal`). The
 /// runtime only reports threads (to sample them), exceptions (counted; for the crash snapshot,
@@ -340,6 +385,7 @@ const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC;
 /// an attach (`attached`), and none keeps the runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
     info.set_event_mask(SAMPLING_EVENTS, EVENTS_HIGH).map_err(|e| StartError::runtime("SetEventMask", e))?;
+    start_event_pipe(info, config);
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);
     sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))

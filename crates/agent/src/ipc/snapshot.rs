@@ -6,7 +6,7 @@
 use crate::tree::calltree::{NO_METHOD, ROOT};
 use crate::tree::clock;
 use crate::tree::threads::{self, ThreadState};
-use sonde_profile::LostSamples;
+use sonde_profile::{LostSamples, NodeEvents};
 use sonde_protocol::{HookCost, MethodRecord, NodeRecord, Snapshot, ThreadSnapshot};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -74,6 +74,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
         stacks_walked: crate::session::stacks_walked(),
         events: crate::events::snapshot(),
+        allocations: crate::events::allocations(),
     }
 }
 
@@ -136,6 +137,18 @@ fn thread_snapshot(t: &ThreadState, now: u64, ns_per_tick: f64) -> ThreadSnapsho
         // Node `n` is record `n - 1`; the stored value is `n + 1`. None for the ended aggregate.
         last_sample: node_record(t, t.last_sample.load(Relaxed), nodes.len()),
         walked: node_record(t, t.walked.load(Relaxed), nodes.len()),
+        events: node_events(t, nodes.len()),
         nodes,
     }
+}
+
+/// The events of the thread's nodes among its first `records` (node `n` is record `n - 1`; the
+/// root's, outside any recorded method, are in the run's totals only).
+fn node_events(t: &ThreadState, records: usize) -> Vec<NodeEvents> {
+    let events = t.events.lock().unwrap_or_else(|e| e.into_inner());
+    events
+        .range(1..=records as u32)
+        .map(|(&node, counts)| NodeEvents { node: node - 1, ..*counts })
+        .filter(|e| !e.is_empty())
+        .collect()
 }

@@ -42,8 +42,8 @@ use crate::session::{self, RuntimeId, StartError};
 use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use ids::MethodIds;
-use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, Profiler, invoke};
-use sonde_profile::{GcReason, Mode, Timing};
+use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, Object, Profiler, invoke};
+use sonde_profile::{AllocSampling, GcReason, Mode, NodeEvents, Timing};
 use sonde_protocol::AgentConfig;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -112,6 +112,50 @@ fn start_tracing(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFa
 fn set_events(profiler: &Profiler, config: &AgentConfig) {
     profiler.set_events::<Agent>(config.mono_catches);
     events::set_catches_counted(config.mono_catches);
+    if config.events.alloc {
+        if profiler.set_allocations::<Agent>() {
+            let mean = events::set_sample_bytes(config.alloc_sample_bytes);
+            events::set_allocation_sampling(AllocSampling::Sampled, mean);
+        } else {
+            log!("Mono refused allocation events: allocations are not recorded");
+        }
+    }
+    if config.events.contention {
+        profiler.set_monitor_events::<Agent>();
+    }
+}
+
+thread_local! {
+    /// When this thread began waiting for a contended lock (ns from the agent's start; 0: not
+    /// waiting).
+    static WAITING_SINCE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The calling thread's managed stack as the sampling resolver reads it (innermost first);
+/// true when cut short.
+fn walk_stack(frames: &mut Vec<u64>) -> bool {
+    let mut truncated = false;
+    sonde_mono::walk_stack(|method, managed| {
+        if frames.len() >= crate::sampling::ring::MAX_FRAMES {
+            truncated = true;
+            return true;
+        }
+        if managed && method != 0 {
+            frames.push(sampling::frame_value(method, 0));
+        }
+        false
+    });
+    truncated
+}
+
+/// A wait for a lock ended (acquired or given up): its time goes to the waiting stack.
+fn wait_ended() {
+    let since = WAITING_SINCE.with(|w| w.replace(0));
+    if since == 0 {
+        return;
+    }
+    let wait_ns = clock::elapsed_ns().saturating_sub(since);
+    events::attribute(NodeEvents { wait_ns, ..Default::default() }, walk_stack);
 }
 
 /// The agent's answer to Mono's cold events.
@@ -185,8 +229,35 @@ impl Events for Agent {
     fn exception_throw(exception: Exception<'_>) {
         if session::get().is_some() {
             events::exception_thrown(exception.class_key(), || exception.type_name());
+            if events::kinds().exceptions {
+                events::attribute(NodeEvents { exceptions_thrown: 1, ..Default::default() }, walk_stack);
+            }
         }
         session::exception_thrown();
+    }
+
+    /// Every allocation: Sonde's per-byte sampler picks some (`events::sample_allocation`).
+    fn allocation(object: Object<'_>) {
+        if session::get().is_none() {
+            return;
+        }
+        let Some((alloc_bytes, alloc_count)) = events::sample_allocation(object.size()) else { return };
+        events::allocated(object.class_key(), || object.type_name(), alloc_bytes, alloc_count);
+        events::attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk_stack);
+    }
+
+    fn monitor_contention(_object: Object<'_>) {
+        if session::get().is_some() {
+            WAITING_SINCE.with(|w| w.set(clock::elapsed_ns().max(1)));
+        }
+    }
+
+    fn monitor_acquired(_object: Object<'_>) {
+        wait_ended();
+    }
+
+    fn monitor_failed(_object: Object<'_>) {
+        wait_ended();
     }
 
     fn exception_caught(exception: Exception<'_>) {

@@ -208,7 +208,7 @@ impl SampleHit for EmptyHit {
 
 /// The ring value of a managed frame. Lock-free look-ups only.
 #[inline]
-fn frame_value(method: usize, code: usize) -> u64 {
+pub(super) fn frame_value(method: usize, code: usize) -> u64 {
     let known = if method != 0 { IDS.get(method) } else { None };
     match known.or_else(|| CODE.get(code)) {
         Some(index) => (TAG_COMPILED << TAG_SHIFT) | u64::from(index),

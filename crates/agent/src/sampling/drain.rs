@@ -6,6 +6,7 @@ use super::common::{COUNTERS, interval};
 use super::ring::{self, FLAG_TRUNCATED};
 use super::slots;
 use crate::tree::threads;
+use sonde_profile::NodeEvents;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
@@ -133,10 +134,71 @@ pub fn drain() {
             thread.last_sample.store(leaf + 1, Relaxed);
         }
     }
+    drain_event_stacks(resolver.as_mut(), &mut path);
     if slots::release_final() > 0 {
         super::register_waiting();
     }
     threads::fold_ended();
+}
+
+/// A stack taken at a runtime event (an allocation sampled, a lock waited for, an exception
+/// thrown) on its own thread, with what the event counts, waiting for the drain to resolve it.
+struct EventStack {
+    os_tid: u32,
+    /// As the sampler writes them: raw return addresses (the innermost first, already `- 1`), or
+    /// an external sampler's values.
+    frames: Vec<u64>,
+    truncated: bool,
+    counts: NodeEvents,
+}
+
+/// Event stacks waiting for the drain, at most [`MAX_EVENT_STACKS`]; past that they are counted
+/// in [`EVENT_STACKS_LOST`] (their counts still reach the run's totals by type).
+static EVENT_STACKS: Mutex<Vec<EventStack>> = Mutex::new(Vec::new());
+const MAX_EVENT_STACKS: usize = 1 << 16;
+static EVENT_STACKS_LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Event stacks dropped because the drain fell behind.
+pub fn event_stacks_lost() -> u64 {
+    EVENT_STACKS_LOST.load(Relaxed)
+}
+
+/// Queues the stack of thread `os_tid` at an event (`frames` innermost first, in the values
+/// the backend's resolver reads; raw addresses all return addresses already moved inside their
+/// call), for the next drain to put into the thread's tree with `counts` at its innermost
+/// managed frame. Never blocks on the drain: the queue's lock is held for a push only.
+pub fn record_event_stack(os_tid: u32, frames: &[u64], truncated: bool, counts: NodeEvents) {
+    let mut queue = EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner());
+    if queue.len() >= MAX_EVENT_STACKS {
+        EVENT_STACKS_LOST.fetch_add(1, Relaxed);
+        return;
+    }
+    queue.push(EventStack { os_tid, frames: frames.to_vec(), truncated, counts });
+}
+
+/// Puts the queued event stacks into their threads' trees (under the drain's lock).
+fn drain_event_stacks(resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    let stacks = std::mem::take(&mut *EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner()));
+    for stack in stacks {
+        event_path(&stack.frames, stack.truncated, resolver, path);
+        if path.is_empty() {
+            continue;
+        }
+        let thread = threads::state_for(stack.os_tid);
+        if let Some(leaf) = thread.tree.record_sample(path, 0, 0) {
+            thread.add_events(leaf, &stack.counts);
+        }
+    }
+}
+
+/// The method path, root first, of an event's stack, without the runtime's own frames inside the
+/// innermost managed one (the allocator, the lock, the exception dispatch are not the program's
+/// code; a stack of native frames only keeps them). Recursion kept, native runs folded.
+fn event_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+    let resolved: Vec<Frame> = frames.iter().map(|&value| resolver.resolve(value as usize)).collect();
+    let skip = resolved.iter().position(|f| f.managed).unwrap_or(0);
+    let marker = truncated.then(|| resolver.truncated());
+    fold_path(marker, resolved[skip..].iter().rev().copied(), path);
 }
 
 /// One frame of a stack the runtime walked: a managed function with its instruction pointer,

@@ -23,9 +23,9 @@ pub mod signal;
 mod slots;
 pub mod symbols;
 
-pub use drain::{Frame, FrameResolver, WalkedFrame, drain, record_walk};
+pub use drain::{Frame, FrameResolver, WalkedFrame, drain, event_stacks_lost, record_event_stack, record_walk};
 pub use external::{record_for_current_thread, start_external};
-pub use signal::{fault_handled_on_this_thread, start};
+pub use signal::{fault_handled_on_this_thread, start, walk_this_thread};
 pub use slots::MAX_THREADS;
 pub use symbols::{AddressMap, NativeNames, native_symbol};
 

@@ -156,6 +156,7 @@ fn try_start(
         link.send_error(StartError::TracingNeedsStart.to_string());
         return Err(StartError::TracingNeedsStart);
     }
+    crate::events::configure(config.events);
     let facts = match set_up(&config) {
         Ok(facts) => facts,
         Err(e) => {

@@ -385,8 +385,9 @@ impl CallTree {
     /// Adds every count of `other` (a tree nobody writes any more) to the node of the same call
     /// path here, creating the paths this tree lacks: calls, inclusive ticks, samples and calls
     /// lost. Open calls add nothing (the snapshot of an ended thread counts none either). Only
-    /// for a tree with a single writer, the caller.
-    pub fn absorb(&self, other: &CallTree) {
+    /// for a tree with a single writer, the caller. Returns, for each of `other`'s nodes, the
+    /// node here that absorbed it (`u32::MAX`: none, this tree is full).
+    pub fn absorb(&self, other: &CallTree) -> Vec<u32> {
         bump(&self.lost, other.lost.load(Relaxed));
         let len = other.len();
         // `map[i]`: this tree's node for `other`'s node `i` (parents come before their children).
@@ -417,6 +418,7 @@ impl CallTree {
                 }
             }
         }
+        map
     }
 
     /// The open frames, innermost first (for snapshots: their running time is not yet in

@@ -17,7 +17,8 @@
 
 use crate::tree::calltree::CallTree;
 use crate::tree::clock;
-use std::collections::{HashMap, VecDeque};
+use sonde_profile::NodeEvents;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -47,6 +48,9 @@ pub struct ThreadState {
     /// The thread's start time (field 22 of its `/proc` stat: clock ticks since boot; 0 when
     /// unknown). With `os_tid`, it tells the thread from a later one that reuses its id.
     start_time: u64,
+    /// Allocations, waits and throws attributed to nodes of `tree` (by node index), written by
+    /// the runtime's event callbacks (tracing) or the drain (sampling); never on the hooks' path.
+    pub events: Mutex<BTreeMap<u32, NodeEvents>>,
     /// The aggregate of ended threads ([`fold_ended`]): how many, and their wall time together.
     merged_threads: AtomicU64,
     merged_wall_ns: AtomicU64,
@@ -328,6 +332,7 @@ impl ThreadState {
             sampled: AtomicU32::new(0),
             last_sample: AtomicU32::new(0),
             walked: AtomicU32::new(0),
+            events: Mutex::new(BTreeMap::new()),
             start_time: if os_tid == 0 { 0 } else { start_time(os_tid).unwrap_or(0) },
             merged_threads: AtomicU64::new(0),
             merged_wall_ns: AtomicU64::new(0),
@@ -387,7 +392,13 @@ impl ThreadState {
 
     /// Adds an ended thread's tree, wall and CPU times to this aggregate (folding only).
     fn absorb(&self, thread: &ThreadState) {
-        self.tree.absorb(&thread.tree);
+        let map = self.tree.absorb(&thread.tree);
+        let theirs = std::mem::take(&mut *thread.events.lock().unwrap_or_else(|e| e.into_inner()));
+        for (node, counts) in theirs {
+            if let Some(&mine) = map.get(node as usize) {
+                self.add_events(mine, &counts);
+            }
+        }
         let wall = thread.wall_ns(clock::ticks(), clock::ns_per_tick());
         self.merged_wall_ns.fetch_add(wall, Relaxed);
         self.merged_threads.fetch_add(thread.merged_threads().max(1), Relaxed);
@@ -396,6 +407,12 @@ impl ThreadState {
         let total = total.get_or_insert_with(CpuTimes::default);
         total.user_ns += cpu.user_ns;
         total.kernel_ns += cpu.kernel_ns;
+    }
+
+    /// Adds `counts` (not their node) to node `node`'s events.
+    pub fn add_events(&self, node: u32, counts: &NodeEvents) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.entry(node).or_insert(NodeEvents { node, ..Default::default() }).add(counts);
     }
 
     pub fn cpu(&self) -> CpuTimes {
@@ -415,6 +432,17 @@ pub fn pthread_self() -> usize {
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions and cannot fail.
     unsafe { libc::gettid() as u32 }
+}
+
+/// [`gettid`], read once per thread (event callbacks run often on the same threads).
+pub fn gettid_cached() -> u32 {
+    thread_local!(static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+    TID.with(|tid| {
+        if tid.get() == 0 {
+            tid.set(gettid());
+        }
+        tid.get()
+    })
 }
 
 /// The fields of a `/proc/.../stat` line after the command name (state first: field 3).

@@ -21,9 +21,12 @@ fn plain_tree() {
 
     assert_eq!(
         *a.method(main),
-        MethodStats { calls: 1, self_ns: 10, total_ns: 100, self_samples: 1, total_samples: 9 }
+        MethodStats { calls: 1, self_ns: 10, total_ns: 100, self_samples: 1, total_samples: 9, ..Default::default() }
     );
-    assert_eq!(*a.method(io), MethodStats { calls: 6, self_ns: 30, total_ns: 30, self_samples: 2, total_samples: 2 });
+    assert_eq!(
+        *a.method(io),
+        MethodStats { calls: 6, self_ns: 30, total_ns: 30, self_samples: 2, total_samples: 2, ..Default::default() }
+    );
     assert_eq!(a.totals(), Totals { calls: 10, total_ns: 100, total_samples: 9 });
     assert_eq!(a.callers(main), [edge(None, 1, 100, 9)]);
     assert_eq!(a.callers(io), [edge(Some(work), 5, 25, 2), edge(Some(main), 1, 5, 0)]);
@@ -50,6 +53,35 @@ fn self_recursion_counts_the_outermost_call_once() {
     assert_eq!(a.callers(fib), [edge(Some(main), 1, 90, 0), edge(Some(fib), 6, 60, 0)]);
     assert_eq!(a.callees(fib), [edge(Some(fib), 6, 60, 0)]);
     assert_eq!(a.callees(main), [edge(Some(fib), 1, 90, 0)]);
+}
+
+#[test]
+fn events_sum_per_method_and_allocations_include_callees_once_under_recursion() {
+    // Main → Fib → Fib, and Main → Io; allocations in every node, waits and throws in some.
+    let mut b = Builder::new();
+    let (main, fib, io) = (b.method("Main"), b.method("Fib"), b.method("Io"));
+    let t = b.thread();
+    let root = b.node(t, None, main, 1, 10, 0);
+    let f1 = b.node(t, Some(root), fib, 1, 10, 0);
+    let f2 = b.node(t, Some(f1), fib, 1, 10, 0);
+    let i = b.node(t, Some(root), io, 1, 10, 0);
+    let mut p = b.finish();
+    let ev = |node, alloc_bytes, wait_ns, exceptions_thrown| crate::model::NodeEvents {
+        node,
+        alloc_bytes,
+        alloc_count: alloc_bytes / 10,
+        wait_ns,
+        exceptions_thrown,
+    };
+    p.events.nodes = vec![ev(root, 1, 0, 0), ev(f1, 10, 0, 1), ev(f2, 100, 7, 2), ev(i, 1000, 5, 0)];
+    p.validate().unwrap();
+    assert_eq!(node_alloc_totals(&p), [1111, 110, 100, 1000]);
+    let a = Analysis::new(&p);
+    let fib = a.method(fib);
+    assert_eq!((fib.alloc_bytes, fib.alloc_count, fib.total_alloc_bytes), (110, 11, 110));
+    assert_eq!((fib.wait_ns, fib.exceptions_thrown), (7, 3));
+    assert_eq!(a.method(main).total_alloc_bytes, 1111);
+    assert_eq!((a.method(io).alloc_bytes, a.method(io).wait_ns), (1000, 5));
 }
 
 #[test]

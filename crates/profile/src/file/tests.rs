@@ -1,7 +1,10 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::{Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, InvalidProfile};
+use crate::model::{
+    AllocSampling, AllocationCount, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
+    InvalidProfile, NodeEvents,
+};
 use crate::testkit::{Builder, arb_profile};
 
 fn sample_profile() -> Profile {
@@ -58,6 +61,16 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         pause_ns: 15,
         heap_bytes_after: 1 << 20,
     });
+    profile.events.allocations = Allocations {
+        sampling: AllocSampling::Sampled,
+        sample_bytes: 100_000,
+        samples: 2,
+        by_type: vec![AllocationCount { type_name: "System.Byte[]".into(), bytes: 200_000, count: 20 }],
+    };
+    profile.events.nodes = vec![
+        NodeEvents { node: 0, exceptions_thrown: 3, ..Default::default() },
+        NodeEvents { node: 2, alloc_bytes: 200_000, alloc_count: 20, wait_ns: 5, exceptions_thrown: 0 },
+    ];
     let bytes = encode(&profile);
     assert_eq!(&bytes[8..12], &FORMAT_VERSION.to_le_bytes());
     assert_eq!(read_profile(&bytes[..]).unwrap(), profile);

@@ -434,21 +434,103 @@ fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u6
 /// shape says the return address is elsewhere (`shapes`): a leaf caught in its prologue or
 /// epilogue, a frameless method, an on-stack-replacement frame. Each return address read is
 /// above the previous one, so the walk ends.
-fn walk(writer: &mut super::super::ring::Writer<'_>, flags: &mut u64, ip: usize, sp: usize, fp: usize, high: usize) {
+fn walk(writer: &mut impl FrameSink, flags: &mut u64, ip: usize, sp: usize, fp: usize, high: usize) {
+    walk_from(writer, flags, Some(ip), sp, fp, high);
+}
+
+/// Where a walk writes its values.
+trait FrameSink {
+    fn push(&mut self, value: u64);
+    fn is_full(&self) -> bool;
+}
+
+impl FrameSink for super::super::ring::Writer<'_> {
+    fn push(&mut self, value: u64) {
+        super::super::ring::Writer::push(self, value)
+    }
+    fn is_full(&self) -> bool {
+        super::super::ring::Writer::is_full(self)
+    }
+}
+
+/// An event's stack: return addresses moved inside their call (`- 1`), up to a bound.
+struct EventFrames<'a>(&'a mut Vec<u64>);
+
+impl FrameSink for EventFrames<'_> {
+    fn push(&mut self, value: u64) {
+        self.0.push(value.saturating_sub(1));
+    }
+    fn is_full(&self) -> bool {
+        self.0.len() >= super::super::ring::MAX_FRAMES
+    }
+}
+
+/// The calling thread's stack by its frame-pointer chain, from this function's caller out, as
+/// return addresses each moved inside its call (`- 1`), innermost first; true when cut at
+/// `ring::MAX_FRAMES`. For a runtime's event callback, on the thread the event happened on: the
+/// runtime's own frames come first, then the program's (the agent is built with frame pointers,
+/// `.cargo/config.toml`; the runtime's native code keeps them too). Reads only the thread's own
+/// stack, between here and its top.
+#[inline(never)]
+pub fn walk_this_thread(frames: &mut Vec<u64>) -> bool {
+    thread_local!(static HIGH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    let high = HIGH.with(|h| {
+        if h.get() == 0 {
+            h.set(own_stack().map_or(usize::MAX, |(_, high)| high));
+        }
+        h.get()
+    });
+    if high == usize::MAX {
+        return false;
+    }
+    let (sp, fp) = frame_registers();
+    let mut flags = 0;
+    walk_from(&mut EventFrames(frames), &mut flags, None, sp, fp, high);
+    flags & FLAG_TRUNCATED != 0
+}
+
+/// This function's stack and frame pointers (its frame, then its caller's, are on the chain).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn frame_registers() -> (usize, usize) {
+    let (sp, fp): (usize, usize);
+    // SAFETY: reads two registers, touches nothing.
+    unsafe {
+        std::arch::asm!("mov {}, rsp", "mov {}, rbp", out(reg) sp, out(reg) fp, options(nomem, nostack, preserves_flags))
+    };
+    (sp, fp)
+}
+
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn frame_registers() -> (usize, usize) {
+    let (sp, fp): (usize, usize);
+    // SAFETY: reads two registers, touches nothing.
+    unsafe {
+        std::arch::asm!("mov {}, sp", "mov {}, x29", out(reg) sp, out(reg) fp, options(nomem, nostack, preserves_flags))
+    };
+    (sp, fp)
+}
+
+/// [`walk`], from an interrupted instruction `ip` (a leaf, maybe in a prologue) or, with `None`,
+/// from a frame whose frame pointer `fp` is set (the current function's).
+fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp: usize, fp: usize, high: usize) {
     use crate::sampling::shapes::{self, SHAPES, Shape};
     let read = |at: usize| -> Option<usize> {
         // SAFETY: [at, at + 8) lies in [sp, high): the live part of this thread's stack.
         (at >= sp && at.is_multiple_of(8) && at.checked_add(8)? <= high).then(|| unsafe { *(at as *const usize) })
     };
+    let mut leaf = ip.is_some();
+    let ip = ip.unwrap_or(0);
     let (mut code_ip, mut frame_sp, mut fp) = (ip, sp, fp);
-    let mut leaf = true;
     loop {
         if writer.is_full() {
             *flags |= FLAG_TRUNCATED;
             return;
         }
         let prologue = if leaf { leaf_return_slot(ip) } else { None };
-        let (slot, next_fp) = match (prologue, SHAPES.lookup(code_ip)) {
+        let shape = if code_ip == 0 { None } else { SHAPES.lookup(code_ip) };
+        let (slot, next_fp) = match (prologue, shape) {
             (Some(offset), _) => (frame_sp.saturating_add(offset), fp),
             (None, Some(Shape::Frameless(size))) => (frame_sp.saturating_add(size as usize), fp),
             (None, Some(Shape::Osr(offset))) => match read(fp) {
