@@ -6,10 +6,11 @@ Runs tests/apps/Events.exe N (N + N + N/2 exceptions thrown and caught, 10 induc
 a release `sonde` built from an earlier commit), and under this build, all in sampling mode at the
 default rate, in interleaved rounds. Reports the median wall time and the median CPU time of the
 whole process tree (user + system, `RUSAGE_CHILDREN`: the program, the agent's threads and the
-controller), and each as a ratio to no profiler.
+controller), and each as a ratio to no profiler. This build also runs with `--events none`
+(sampling alone).
 
     source target/sonde-env.sh
-    python3 scripts/bench-events.py --before /tmp/wt-prev/target/release/sonde [--mono] [--rounds 11] [--n 20000]
+    python3 scripts/bench-events.py [--before /tmp/wt-prev/target/release/sonde] [--mono] [--rounds 11] [--n 20000]
 """
 
 import argparse
@@ -45,7 +46,7 @@ def run(cmd):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--before", required=True, help="a release `sonde` built before the events")
+    p.add_argument("--before", help="a release `sonde` built before the events (optional)")
     p.add_argument("--mono", action="store_true")
     p.add_argument("--rounds", type=int, default=11)
     p.add_argument("--n", type=int, default=20000)
@@ -56,11 +57,11 @@ def main():
     program = [runtime, exe, str(a.n)]
     out = os.path.join(work, "p.sonde")
     now = os.path.join(ROOT, "target/release/sonde")
-    variants = {
-        "no profiler": program,
-        "before (no events)": [a.before, "record", "-q", "-o", out, "--force", "--", *program],
-        "with events": [now, "record", "-q", "-o", out, "--force", "--", *program],
-    }
+    variants = {"no profiler": program}
+    if a.before:
+        variants["before (no events)"] = [a.before, "record", "-q", "-o", out, "--force", "--", *program]
+    variants["--events none"] = [now, "record", "-q", "-o", out, "--force", "--events", "none", "--", *program]
+    variants["with events"] = [now, "record", "-q", "-o", out, "--force", "--", *program]
     results = {k: ([], []) for k in variants}
     for _ in range(2):  # warm-up
         for cmd in variants.values():

@@ -1,6 +1,6 @@
 // Alloc.cs: allocations and lock waits in known amounts, for `crates/cli/tests/events.rs`.
 //
-// `Alloc.exe alloc` allocates, each from its own method: 200,000 byte[1000] (AllocateBytes),
+// `Alloc.exe alloc [ROUNDS]` allocates (ROUNDS times, default once; 0 for none), each from its own method: 200,000 byte[1000] (AllocateBytes),
 // 25,000 strings of 1000 chars (AllocateStrings), 1,000,000 small objects of two ints
 // (AllocateSmall), keeping the last of each alive. It prints the sizes the runtime reports
 // (GC.GetAllocatedBytesForCurrentThread around each method, where the runtime has it):
@@ -79,9 +79,13 @@ namespace Acme
         {
             if (args[0] == "alloc")
             {
-                Measure("AllocateBytes", AllocateBytes);
-                Measure("AllocateStrings", AllocateStrings);
-                Measure("AllocateSmall", AllocateSmall);
+                int rounds = args.Length > 1 ? int.Parse(args[1]) : 1;
+                for (int r = 0; r < rounds; r++)
+                {
+                    Measure("AllocateBytes", AllocateBytes);
+                    Measure("AllocateStrings", AllocateStrings);
+                    Measure("AllocateSmall", AllocateSmall);
+                }
                 return 0;
             }
             int n = int.Parse(args[1]);

@@ -329,7 +329,7 @@ pub fn attribute(counts: NodeEvents, walk: impl FnOnce(&mut Vec<u64>) -> bool) {
             let mut frames = Vec::with_capacity(64);
             let truncated = walk(&mut frames);
             if !frames.is_empty() {
-                crate::sampling::record_event_stack(threads::gettid_cached(), &frames, truncated, counts);
+                crate::sampling::record_event_stack(threads::gettid_cached(), frames, truncated, counts);
             }
         }
         None => {}

@@ -129,7 +129,7 @@ fn allocations_match_the_program(rt: Runtime) {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("alloc.sonde");
         let env: &[(&str, std::ffi::OsString)] = &[("SONDE_ALLOC_SAMPLE_BYTES", "10240".into())];
-        let args = record_args(&file, &["--mode", mode], &rt.app_command("Alloc", &["alloc"]));
+        let args = record_args(&file, &["--mode", mode, "--events", "all"], &rt.app_command("Alloc", &["alloc"]));
         let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
         let what = format!("{rt:?} {mode}:\n{}", out.describe());
         assert_eq!(out.code(), 0, "{what}");
@@ -189,7 +189,9 @@ fn contention_matches_the_program(rt: Runtime) {
         let text = report_text(&file).stdout_str();
         assert!(text.contains("Lock contention: ") && text.contains("Acme.Alloc.WaitForLock"), "{what}\n{text}");
 
-        // Switched off, nothing is waited for (nor allocated).
+        assert_eq!(str_of(&report, "allocation_sampling"), "off", "{what}: allocations are off by default");
+
+        // Switched off, nothing is waited for.
         if mode == "sampling" {
             let args =
                 record_args(&file, &["--events", "gc,exceptions"], &rt.app_command("Alloc", &["contend", "2", "20"]));
@@ -198,7 +200,6 @@ fn contention_matches_the_program(rt: Runtime) {
             let report = report_json(&file);
             assert!(arr(&report, "nodes").iter().all(|n| u64_of(n, "wait_ns") == 0), "{what}: contention was off");
             assert!(arr(&report, "allocations").is_empty(), "{what}: allocations were off");
-            assert_eq!(str_of(&report, "allocation_sampling"), "off", "{what}");
         }
     }
 }

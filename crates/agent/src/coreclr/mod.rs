@@ -218,7 +218,7 @@ impl ProfilerCallback for Clr {
     /// The EventPipe session's events, on the thread that wrote them: an allocation tick on the
     /// allocating thread, the end of a contended wait on the waiting one.
     fn event_pipe_event(&self, event: &EventPipeEvent<'_>) {
-        if session::get().is_none() {
+        if session::get().is_none() || EVENT_FLOOR.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
         match event.id {
@@ -264,6 +264,9 @@ impl ProfilerCallback for Clr {
         session::disable();
     }
 }
+
+/// Benchmarks only: EventPipe's events are ignored (what the runtime's session costs alone).
+static EVENT_FLOOR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Set once the runtime reported the attach complete: it then allows a suspension.
 static ATTACH_COMPLETE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -368,6 +371,11 @@ const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_EVENT_PIPE
 /// else.
 fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
     let Some((keywords, level)) = eventpipe::session_for(config.events) else { return };
+    if config.mode == Mode::Sampling && config.bench_hooks.is_some() {
+        // The benchmark floor (scripts/bench-alloc.py): the session runs, its events are ignored.
+        EVENT_FLOOR.store(true, std::sync::atomic::Ordering::Relaxed);
+        log!("benchmark floor: EventPipe events are received and ignored");
+    }
     match info.event_pipe_start_session(eventpipe::PROVIDER, keywords, level) {
         Ok(_) => {
             if config.events.alloc {

@@ -45,6 +45,9 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
             lost.push(("signal_blocked", l.signal_blocked));
             lost.push(("signal_taken", l.signal_taken));
         }
+        // Stacks of runtime events (allocations, waits, throws) the drain could not keep up with:
+        // their counts reach the run's totals, not the tree.
+        lost.push(("event_stacks", crate::sampling::event_stacks_lost()));
         (taken, lost.into_iter().map(|(reason, count)| LostSamples { reason: reason.into(), count }).collect())
     } else {
         (0, Vec::new())

@@ -167,13 +167,13 @@ pub fn event_stacks_lost() -> u64 {
 /// the backend's resolver reads; raw addresses all return addresses already moved inside their
 /// call), for the next drain to put into the thread's tree with `counts` at its innermost
 /// managed frame. Never blocks on the drain: the queue's lock is held for a push only.
-pub fn record_event_stack(os_tid: u32, frames: &[u64], truncated: bool, counts: NodeEvents) {
+pub fn record_event_stack(os_tid: u32, frames: Vec<u64>, truncated: bool, counts: NodeEvents) {
     let mut queue = EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner());
     if queue.len() >= MAX_EVENT_STACKS {
         EVENT_STACKS_LOST.fetch_add(1, Relaxed);
         return;
     }
-    queue.push(EventStack { os_tid, frames: frames.to_vec(), truncated, counts });
+    queue.push(EventStack { os_tid, frames, truncated, counts });
 }
 
 /// Puts the queued event stacks into their threads' trees (under the drain's lock).
