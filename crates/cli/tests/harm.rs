@@ -265,9 +265,12 @@ fn mono_aborting_background_threads_at_exit_survives_sampling() {
     for (clock, rate) in [("cpu", "1000"), ("wall", "2000")] {
         for run in 0..3 {
             let _ = std::fs::remove_file(&file);
-            let opts = ["--clock", clock, "--rate", rate];
+            let log = dir.path().join(format!("agent-{clock}-{run}.log"));
+            let log_arg = log.to_str().expect("a UTF-8 path");
+            let opts = ["--clock", clock, "--rate", rate, "--agent-log", log_arg];
             let out = Runtime::Mono.record_app(&file, &opts, "Harm", &["abortatexit", "32", "500"]);
-            let what = format!("{clock} clock, run {run}:\n{}", out.describe());
+            let agent_log = std::fs::read_to_string(&log).unwrap_or_default();
+            let what = format!("{clock} clock, run {run}:\n{}\n--- agent log ---\n{agent_log}", out.describe());
             assert_eq!(out.code(), 0, "{what}");
             assert!(out.stdout_str().contains("parked 32 threads 500 deep"), "{what}");
             let report = report_json(&file);

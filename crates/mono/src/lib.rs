@@ -24,7 +24,9 @@ mod metadata;
 mod profiler;
 
 pub use metadata::Definition;
-pub use profiler::{CallHooks, Events, Exception, GcEvent, Object, Profiler, SampleHit, invoke, walk_stack};
+pub use profiler::{
+    CallHooks, Events, Exception, GcEvent, Object, Profiler, SampleHit, invoke, main_returned, walk_stack,
+};
 pub use sonde_metadata::MethodNames;
 
 use sonde_mono_sys::{MonoApi, MonoMethod, RUNTIME_LIBRARIES};

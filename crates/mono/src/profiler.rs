@@ -496,6 +496,15 @@ unsafe extern "C" fn entry_point_exception_leave(
 
 /// # Safety
 /// `method` is the one Mono passed to a leave callback still running on the current thread.
+/// Set when the main assembly's entry point returned (sampling mode, which instruments it).
+static MAIN_RETURNED: AtomicBool = AtomicBool::new(false);
+
+/// True once `Main` returned (sampling mode only: [`Profiler::enable_sampling`] watches it): the
+/// runtime is on its way out, aborting the background threads.
+pub fn main_returned() -> bool {
+    MAIN_RETURNED.load(Relaxed)
+}
+
 unsafe fn entry_point_returned(method: *mut MonoMethod) {
     // SAFETY: per this function's contract.
     let Some(method) = (unsafe { Method::new(method) }) else { return };
@@ -504,6 +513,7 @@ unsafe fn entry_point_returned(method: *mut MonoMethod) {
         if !method.in_main_assembly() {
             return; // another executable's `Main`, called as a method
         }
+        MAIN_RETURNED.store(true, Relaxed);
         // SAFETY: the current thread is attached (it runs a leave callback), so it has a thread
         // info; setting its flags may take the GC lock, which a leave callback may.
         unsafe {

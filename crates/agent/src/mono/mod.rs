@@ -132,8 +132,13 @@ thread_local! {
 }
 
 /// The calling thread's managed stack as the sampling resolver reads it (innermost first);
-/// true when cut short.
+/// true when cut short. Not once `Main` has returned: the runtime then aborts the background
+/// threads (each throws a `ThreadAbortException`) and suspends what is left, and a walk in a
+/// thread it is tearing down is a risk for nothing (the counts still reach the totals by type).
 fn walk_stack(frames: &mut Vec<u64>) -> bool {
+    if sonde_mono::main_returned() {
+        return false;
+    }
     let mut truncated = false;
     sonde_mono::walk_stack(|method, managed| {
         if frames.len() >= crate::sampling::ring::MAX_FRAMES {
