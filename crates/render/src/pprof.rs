@@ -4,7 +4,10 @@
 //!
 //! * Sample types say what they are: `samples/count` and `cpu/nanoseconds` for sampling (the
 //!   time is the node's self time, or samples × interval when the profile has none), and
-//!   `calls/count` and `wall/nanoseconds` for tracing. The time type is the default.
+//!   `calls/count` and `wall/nanoseconds` for tracing. The time type is the default. Where the
+//!   profile has them, the runtime's events follow, as Go names them: `alloc_objects/count` and
+//!   `alloc_space/bytes` (allocations, estimated), `delay/nanoseconds` (lock contention), and
+//!   `exceptions/count` (thrown) — each with the node innermost, like the times.
 //! * One sample per call-tree node whose values are not all zero, with the node's own (self)
 //!   figures and its stack as location ids, leaf first, as pprof wants.
 //! * One location and one function per method that occurs in a sample (both with id = method
@@ -40,7 +43,7 @@ use std::io::{self, BufWriter, Write};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
-use sonde_profile::{CallTree, Mode, Profile};
+use sonde_profile::{AllocSampling, CallTree, Mode, Profile};
 
 use crate::Renderer;
 use crate::fmt::command_line;
@@ -173,6 +176,7 @@ impl Renderer for PprofRenderer {
         let tree = CallTree::new(profile);
         // Counted before a byte is written, so that a refusal leaves no partial file.
         let (mut location_ids, mut cut) = (0u64, false);
+        let columns = Columns::of(profile);
         for_each_sample(profile, &tree, |_, _, stack, cut_frames| {
             location_ids += stack.len() as u64 + u64::from(cut_frames.is_some());
             cut |= cut_frames.is_some();
@@ -198,6 +202,12 @@ impl Renderer for PprofRenderer {
                 header.period_type = Some(strings.value_type("calls", "count"));
                 header.period = 1;
                 header.default_sample_type = strings.intern("wall");
+            }
+        }
+        // The runtime's events, each as a sample type of its own where the profile has any.
+        for &(column, r#type, unit) in &EVENT_TYPES {
+            if columns.has(column) {
+                header.sample_type.push(strings.value_type(r#type, unit));
             }
         }
         header.time_nanos = int(run.started_unix_ms.saturating_mul(1_000_000));
@@ -254,7 +264,7 @@ impl Renderer for PprofRenderer {
             location_id.extend(stack.iter().rev().map(|&m| u64::from(m) + 1));
             part.sample.push(Sample {
                 location_id,
-                value: value.map(int).to_vec(),
+                value: columns.values(&value),
                 label: vec![Label { key: thread_key, str: thread_names[profile.nodes[node as usize].thread as usize] }],
             });
             if part.sample.len() == BATCH {
@@ -307,12 +317,12 @@ impl Renderer for PprofRenderer {
 fn for_each_sample(
     profile: &Profile,
     tree: &CallTree,
-    mut visit: impl FnMut(u32, [u64; 2], &[u32], Option<u32>) -> io::Result<()>,
+    mut visit: impl FnMut(u32, Values, &[u32], Option<u32>) -> io::Result<()>,
 ) -> io::Result<()> {
     let run = &profile.run;
-    let values = |node: u32| {
-        let node = &profile.nodes[node as usize];
-        match run.mode {
+    let values = |id: u32| {
+        let node = &profile.nodes[id as usize];
+        let [count, time] = match run.mode {
             Mode::Sampling => {
                 let ns = match node.self_ns {
                     0 => run.sample_interval_ns.saturating_mul(node.self_samples),
@@ -321,23 +331,64 @@ fn for_each_sample(
                 [node.self_samples, ns]
             }
             Mode::Tracing => [node.calls, node.self_ns],
-        }
+        };
+        let e = profile.events.node(id).copied().unwrap_or_default();
+        [count, time, e.alloc_count, e.alloc_bytes, e.wait_ns, e.exceptions_thrown]
     };
     walk(profile, tree, tree.roots(), |stack| match stack {
         Stack::Whole { node, methods } => {
             let value = values(node);
-            if value == [0, 0] { Ok(()) } else { visit(node, value, methods, None) }
+            if value == ZERO { Ok(()) } else { visit(node, value, methods, None) }
         }
         Stack::Cut { node, above } => {
-            let (mut sum, mut below) = ([0u64; 2], 0);
+            let (mut sum, mut below) = (ZERO, 0);
             subtree(tree, node, |n, depth| {
-                let [a, b] = values(n);
-                sum = [sum[0].saturating_add(a), sum[1].saturating_add(b)];
+                for (s, v) in sum.iter_mut().zip(values(n)) {
+                    *s = s.saturating_add(v);
+                }
                 below = below.max(depth);
             });
-            if sum == [0, 0] { Ok(()) } else { visit(node, sum, above, Some(below + 1)) }
+            if sum == ZERO { Ok(()) } else { visit(node, sum, above, Some(below + 1)) }
         }
     })
+}
+
+/// A sample's values: count and time (calls or samples; wall or CPU time), then the runtime's
+/// events with the node innermost: objects and bytes allocated, lock wait, exceptions thrown.
+type Values = [u64; 6];
+const ZERO: Values = [0; 6];
+
+/// The event columns of [`Values`] and their pprof sample types (Go's names for allocations
+/// and lock delay, so `go tool pprof -sample_index=alloc_space` works as for a Go heap profile).
+const EVENT_TYPES: [(usize, &str, &str); 4] = [
+    (2, "alloc_objects", "count"),
+    (3, "alloc_space", "bytes"),
+    (4, "delay", "nanoseconds"),
+    (5, "exceptions", "count"),
+];
+
+/// Which columns of [`Values`] a profile's samples carry: count and time always, an event
+/// column when the profile has any of it.
+struct Columns(Vec<usize>);
+
+impl Columns {
+    fn of(profile: &Profile) -> Columns {
+        let events = &profile.events;
+        let alloc = events.allocations.sampling != AllocSampling::Off || events.nodes.iter().any(|e| e.alloc_bytes > 0);
+        let wait = events.nodes.iter().any(|e| e.wait_ns > 0);
+        let thrown = events.nodes.iter().any(|e| e.exceptions_thrown > 0);
+        let mut columns = vec![0, 1];
+        columns.extend([(alloc, 2), (alloc, 3), (wait, 4), (thrown, 5)].into_iter().filter(|c| c.0).map(|c| c.1));
+        Columns(columns)
+    }
+
+    fn has(&self, column: usize) -> bool {
+        self.0.contains(&column)
+    }
+
+    fn values(&self, values: &Values) -> Vec<i64> {
+        self.0.iter().map(|&c| int(values[c])).collect()
+    }
 }
 
 /// `profile.proto` counts in `int64`.

@@ -25,6 +25,9 @@
 //! * The first profile merges all threads, their trees one after another, and is the one
 //!   opened (`activeProfileIndex` 0); one profile per thread follows, named
 //!   `thread <os tid> (<managed name>)`. Threads without any weight are left out.
+//! * Where the profile has them, the runtime's events follow as profiles of all threads, each
+//!   weighted by the event with the node innermost: `allocated bytes, all threads` (unit
+//!   `bytes`) and `lock contention (wait), all threads` (unit `nanoseconds`).
 //!
 //! Written by hand rather than through serde so that events stream: nothing is built per node
 //! except its subtree's weight. Every event and frame starts a line, which keeps goldens
@@ -51,23 +54,34 @@ impl Renderer for SpeedscopeRenderer {
         crate::check(profile)?;
         let mode = profile.run.mode;
         let tree = CallTree::new(profile);
-        // Each node's weight with its descendants', summed backwards (children follow parents).
-        let mut weight: Vec<u64> = profile.nodes.iter().map(|node| self_weight(mode, node)).collect();
-        for (i, node) in profile.nodes.iter().enumerate().rev() {
-            if let Some(p) = node.parent {
-                weight[p as usize] = weight[p as usize].saturating_add(weight[i]);
+        let inclusive = |self_of: &dyn Fn(usize) -> u64| {
+            let mut weight: Vec<u64> = (0..profile.nodes.len()).map(self_of).collect();
+            for (i, node) in profile.nodes.iter().enumerate().rev() {
+                if let Some(p) = node.parent {
+                    weight[p as usize] = weight[p as usize].saturating_add(weight[i]);
+                }
             }
-        }
+            weight
+        };
+        let time = |i: usize| self_weight(mode, &profile.nodes[i]);
+        let events = |i: usize| profile.events.node(i as u32).copied().unwrap_or_default();
+        let allocated = |i: usize| events(i).alloc_bytes;
+        let waited = |i: usize| events(i).wait_ns;
+        let weight = inclusive(&time);
+        let alloc_weight = inclusive(&allocated);
+        let wait_weight = inclusive(&waited);
         let roots = roots_by_thread(profile, &tree);
         let thread_weight =
             |thread: usize| roots[thread].iter().fold(0u64, |sum, &r| sum.saturating_add(weight[r as usize]));
-        let markers = cut_markers(profile, &weight);
+        // Cut markers for every node a profile shows: time, allocations or waits.
+        let any: Vec<u64> =
+            (0..profile.nodes.len()).map(|i| weight[i].max(alloc_weight[i]).max(wait_weight[i])).collect();
+        let markers = cut_markers(profile, &any);
 
         let mut out = BufWriter::new(out);
         write!(out, "{{\"$schema\":\"{SCHEMA}\",\n\"name\":")?;
         string(&mut out, &format!("Sonde: {}", command_line(&profile.run.command)))?;
         write!(out, ",\n\"exporter\":\"sonde\",\n\"activeProfileIndex\":0,\n\"shared\":{{\"frames\":[")?;
-        // The methods, then the cut markers.
         let marker_names: Vec<String> = markers.frames_cut.iter().map(|&frames| cut_frame_name(frames)).collect();
         let methods = profile.methods.iter().map(|m| (m.name.as_str(), m.module.as_str()));
         for (i, (name, file)) in methods.chain(marker_names.iter().map(|n| (n.as_str(), ""))).enumerate() {
@@ -81,13 +95,29 @@ impl Renderer for SpeedscopeRenderer {
             out.write_all(b"}")?;
         }
         out.write_all(b"]},\n\"profiles\":[")?;
-        let stacks = Stacks { profile, tree: &tree, weight: &weight, markers: &markers };
+        let unit = match mode {
+            Mode::Tracing => "nanoseconds",
+            Mode::Sampling => "none",
+        };
+        let stacks = Stacks { profile, tree: &tree, weight: &weight, self_of: &time, unit, markers: &markers };
         write_profile(&mut out, &stacks, "all threads", tree.roots())?;
         for (thread, roots) in roots.iter().enumerate() {
             if thread_weight(thread) > 0 {
                 out.write_all(b",")?;
                 write_profile(&mut out, &stacks, &thread_label(profile, thread), roots)?;
             }
+        }
+        // The runtime's events, all threads, each a profile of its own.
+        let total = |weight: &[u64]| tree.roots().iter().fold(0u64, |sum, &r| sum.saturating_add(weight[r as usize]));
+        if total(&alloc_weight) > 0 {
+            out.write_all(b",")?;
+            let stacks = Stacks { weight: &alloc_weight, self_of: &allocated, unit: "bytes", ..stacks };
+            write_profile(&mut out, &stacks, "allocated bytes, all threads", tree.roots())?;
+        }
+        if total(&wait_weight) > 0 {
+            out.write_all(b",")?;
+            let stacks = Stacks { weight: &wait_weight, self_of: &waited, unit: "nanoseconds", ..stacks };
+            write_profile(&mut out, &stacks, "lock contention (wait), all threads", tree.roots())?;
         }
         out.write_all(b"]}\n")?;
         out.flush()
@@ -128,23 +158,24 @@ fn cut_markers(profile: &Profile, weight: &[u64]) -> Markers {
     }
 }
 
-/// What every profile of the file is written from.
+/// What a profile of the file is written from: the tree, and one weight of its nodes (time, or
+/// one of the runtime's events).
+#[derive(Clone, Copy)]
 struct Stacks<'a> {
     profile: &'a Profile,
     tree: &'a CallTree,
     /// Each node's weight with its descendants'.
     weight: &'a [u64],
+    /// Each node's own weight.
+    self_of: &'a dyn Fn(usize) -> u64,
+    /// speedscope's unit of the weight.
+    unit: &'a str,
     markers: &'a Markers,
 }
 
 /// One evented profile over the trees under `roots`.
 fn write_profile(out: &mut impl Write, stacks: &Stacks<'_>, name: &str, roots: &[u32]) -> io::Result<()> {
-    let Stacks { profile, tree, weight, markers } = *stacks;
-    let mode = profile.run.mode;
-    let unit = match mode {
-        Mode::Tracing => "nanoseconds",
-        Mode::Sampling => "none",
-    };
+    let Stacks { profile, tree, weight, self_of, unit, markers } = *stacks;
     out.write_all(b"\n{\"type\":\"evented\",\"name\":")?;
     string(out, name)?;
     write!(out, ",\"unit\":\"{unit}\",\"startValue\":0,\n\"events\":[")?;
@@ -177,7 +208,7 @@ fn write_profile(out: &mut impl Write, stacks: &Stacks<'_>, name: &str, roots: &
             Step::Open(node, depth) => {
                 let frame = profile.nodes[node as usize].method as usize;
                 event(out, 'O', frame, at)?;
-                at = at.saturating_add(self_weight(mode, &profile.nodes[node as usize]));
+                at = at.saturating_add(self_of(node as usize));
                 pending.push(Step::Close(frame));
                 pending.extend(tree.children(node).iter().rev().map(|&c| Step::Open(c, depth + 1)));
             }
