@@ -3,7 +3,8 @@
 // on-stack-replacement versions of the loops, a frameless `Mix`, samples in prologues and
 // epilogues.
 //
-//   Leaves.exe MILLISECONDS     spins that long, round-robin over the four
+//   Leaves.exe MILLISECONDS     spins that long on the CPU (the process's CPU time, so that a
+//                               loaded machine does not cut the samples short), round-robin over the four
 using System;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
@@ -25,10 +26,12 @@ static class Leaves
     static int Main(string[] args)
     {
         int ms = args.Length > 0 ? int.Parse(args[0]) : 1500;
-        var watch = Stopwatch.StartNew();
+        var process = Process.GetCurrentProcess();
+        var start = process.TotalProcessorTime;
         double total = 0;
-        while (watch.ElapsedMilliseconds < ms)
+        while ((process.TotalProcessorTime - start).TotalMilliseconds < ms)
         {
+            process.Refresh();
             total += Alpha(200000);
             total += Beta(200000);
             total += Gamma(200000);
