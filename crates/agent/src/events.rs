@@ -19,8 +19,8 @@
 
 use crate::tree::{clock, threads};
 use sonde_profile::{
-    AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Mode,
-    NodeEvents, RuntimeEvents,
+    AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading,
+    Mode, ModuleLoad, NodeEvents, RuntimeEvents,
 };
 use sonde_protocol::config::EventKinds;
 use std::collections::HashMap;
@@ -44,23 +44,30 @@ struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// The kinds recorded (`EventKinds` as bits: alloc 1, gc 2, exceptions 4, contention 8); all
-/// until [`configure`] says otherwise.
-static KINDS: AtomicU8 = AtomicU8::new(0xf);
+/// The kinds recorded (`EventKinds` as bits: alloc 1, gc 2, exceptions 4, contention 8, jit
+/// 16); all until [`configure`] says otherwise.
+static KINDS: AtomicU8 = AtomicU8::new(0x1f);
 
 /// Records only `kinds` from now on (the session's configuration, before the backend starts).
 pub fn configure(kinds: EventKinds) {
     let bits = u8::from(kinds.alloc)
         | u8::from(kinds.gc) << 1
         | u8::from(kinds.exceptions) << 2
-        | u8::from(kinds.contention) << 3;
+        | u8::from(kinds.contention) << 3
+        | u8::from(kinds.jit) << 4;
     KINDS.store(bits, Relaxed);
 }
 
 /// The kinds recorded.
 pub fn kinds() -> EventKinds {
     let bits = KINDS.load(Relaxed);
-    EventKinds { alloc: bits & 1 != 0, gc: bits & 2 != 0, exceptions: bits & 4 != 0, contention: bits & 8 != 0 }
+    EventKinds {
+        alloc: bits & 1 != 0,
+        gc: bits & 2 != 0,
+        exceptions: bits & 4 != 0,
+        contention: bits & 8 != 0,
+        jit: bits & 16 != 0,
+    }
 }
 
 fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
@@ -200,7 +207,74 @@ pub fn gc_finished(heap_bytes: u64) {
 
 /// The events so far, for a snapshot (allocations apart: [`allocations`]).
 pub fn snapshot() -> RuntimeEvents {
-    with(|s| RuntimeEvents { allocations: Allocations::default(), ..s.events.clone() })
+    with(|s| RuntimeEvents {
+        exceptions: s.events.exceptions.clone(),
+        catches_counted: s.events.catches_counted,
+        gc: s.events.gc.clone(),
+        ..RuntimeEvents::default()
+    })
+}
+
+/// The JIT compilations and module loads so far, for a snapshot.
+pub fn loading() -> Loading {
+    with(|s| s.events.loading.clone())
+}
+
+thread_local! {
+    /// The JIT compilation running on this thread: when the outermost began (ns from the agent's
+    /// start) and how deep compilations nest (a compilation can trigger another one).
+    static JITTING: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The JIT starts compiling a method on this thread.
+pub fn jit_started() {
+    if !kinds().jit {
+        return;
+    }
+    JITTING.with(|j| {
+        let (start, depth) = j.get();
+        j.set(if depth == 0 { (clock::elapsed_ns(), 1) } else { (start, depth + 1) });
+    });
+}
+
+/// The JIT finished a method on this thread (compiled or not). The time counts once, for the
+/// outermost compilation; every method started counts (a finish without a start — Mono reports
+/// some compilations twice — does not).
+pub fn jit_finished() {
+    if !kinds().jit {
+        return;
+    }
+    let elapsed = JITTING.with(|j| match j.get() {
+        (_, 0) => None,
+        (start, 1) => {
+            j.set((0, 0));
+            Some(clock::elapsed_ns().saturating_sub(start))
+        }
+        (start, depth) => {
+            j.set((start, depth - 1));
+            Some(0)
+        }
+    });
+    let Some(elapsed) = elapsed else { return };
+    with(|s| {
+        s.events.loading.methods_compiled += 1;
+        s.events.loading.jit_ns = s.events.loading.jit_ns.saturating_add(elapsed);
+    });
+}
+
+/// A module finished loading (the latest [`Loading::MAX_MODULES`] are kept).
+pub fn module_loaded(name: String, path: String) {
+    if !kinds().jit {
+        return;
+    }
+    let loaded_ns = clock::elapsed_ns();
+    with(|s| {
+        let modules = &mut s.events.loading.modules;
+        if modules.len() == Loading::MAX_MODULES {
+            modules.remove(0);
+        }
+        modules.push(ModuleLoad { name, path, loaded_ns });
+    });
 }
 
 /// The allocations by type so far, for a snapshot.

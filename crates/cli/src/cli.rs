@@ -148,10 +148,10 @@ pub struct RecordArgs {
     /// Trace the framework too (System.*, Microsoft.*, runtime assemblies). Slow.
     #[arg(long)]
     pub all: bool,
-    /// The runtime events to record, comma-separated: alloc, gc, exceptions, contention (or
+    /// The runtime events to record, comma-separated: alloc, gc, exceptions, contention, jit (or
     /// `all`, `none`). Allocations are off by default: they cost an allocation-heavy program a
     /// few % of CPU.
-    #[arg(long, value_name = "LIST", default_value = "gc,exceptions,contention", value_parser = parse_events)]
+    #[arg(long, value_name = "LIST", default_value = "gc,exceptions,contention,jit", value_parser = parse_events)]
     pub events: EventKinds,
     /// Sampler period for tracing with --timing sampled, in microseconds.
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
@@ -215,8 +215,9 @@ pub struct ReportArgs {
 
 /// `--events`: a list of event kinds.
 fn parse_events(list: &str) -> Result<EventKinds, String> {
-    EventKinds::parse(list)
-        .map_err(|name| format!("unknown event kind `{name}` (known: alloc, gc, exceptions, contention, all, none)"))
+    EventKinds::parse(list).map_err(|name| {
+        format!("unknown event kind `{name}` (known: alloc, gc, exceptions, contention, jit, all, none)")
+    })
 }
 
 #[cfg(test)]

@@ -84,8 +84,27 @@ fn exceptions_and_collections_match_the_program(rt: Runtime) {
         let main = u64_of(method_named(&report, "Acme.Events.Main"), "exceptions_thrown");
         assert!((400..=402).contains(&main), "{what}: Main threw {main}");
 
+        // JIT and loading: the program's own module and the core library, by file. (On CoreCLR
+        // in sampling mode the framework is precompiled: the JIT compiles the program's methods.)
+        let jit = &report["jit"];
+        assert!(u64_of(jit, "methods_compiled") >= 3 && u64_of(jit, "jit_ns") > 0, "{what}: {jit}");
+        let modules = arr(&report, "modules");
+        let position = |name: &str| modules.iter().position(|m| str_of(m, "name").eq_ignore_ascii_case(name));
+        let corlib = match rt {
+            Runtime::CoreClr => "System.Private.CoreLib.dll",
+            Runtime::Mono => "mscorlib.dll",
+        };
+        let (Some(core), Some(own)) = (position(corlib), position("Events.exe")) else { panic!("{what}: {modules:?}") };
+        if rt == Runtime::CoreClr {
+            assert!(core < own, "{what}: the core library loads first: {modules:?}");
+        }
+        assert!(str_of(&modules[own], "path").ends_with("/Events.exe"), "{what}: {modules:?}");
+        let loaded: Vec<u64> = modules.iter().map(|m| u64_of(m, "loaded_ns")).collect();
+        assert!(loaded.windows(2).all(|w| w[0] <= w[1]), "{what}: {loaded:?}");
+
         let text = report_text(&file);
         let text = &text.stdout_str();
+        assert!(text.contains("JIT: "), "{what}\n{text}");
         assert!(text.contains("Garbage collections: "), "{what}\n{text}");
         assert!(text.contains("Exceptions: "), "{what}\n{text}");
         assert!(text.contains("Acme.Events+ParseError+Deep"), "{what}\n{text}");

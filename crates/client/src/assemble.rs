@@ -117,8 +117,12 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         agent_version: hello.agent_version.clone(),
         attach: None,
     };
-    let events =
-        RuntimeEvents { allocations: snapshot.allocations.clone(), nodes: node_events, ..snapshot.events.clone() };
+    let events = RuntimeEvents {
+        allocations: snapshot.allocations.clone(),
+        nodes: node_events,
+        loading: snapshot.loading.clone(),
+        ..snapshot.events.clone()
+    };
     let profile = Profile { events, run, methods, threads, nodes };
     profile.validate().ok()?;
     Some(profile)

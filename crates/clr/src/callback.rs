@@ -54,6 +54,13 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     /// `COR_PRF_MONITOR_GC`.
     fn gc_started(&self, _generations: &[bool], _reason: COR_PRF_GC_REASON) {}
     fn gc_finished(&self) {}
+    /// The JIT starts compiling `function` (`COR_PRF_MONITOR_JIT_COMPILATION`), on the compiling
+    /// thread.
+    fn jit_compilation_started(&self, _function: FunctionID) {}
+    /// The JIT finished `function` (compiled, or failed with `status`).
+    fn jit_compilation_finished(&self, _function: FunctionID, _status: HRESULT) {}
+    /// A module finished loading (`COR_PRF_MONITOR_MODULE_LOADS`), or failed to with `status`.
+    fn module_load_finished(&self, _module: ModuleID, _status: HRESULT) {}
     /// An event of the profiler's EventPipe session (`ProfilerInfo::event_pipe_start_session`),
     /// on the thread that wrote it (the allocating thread for an allocation tick, the waiting one
     /// for contention). The runtime's own events come without a stack.
@@ -487,6 +494,40 @@ pub(crate) unsafe extern "system" fn event_pipe_event_delivered(
             unsafe { std::slice::from_raw_parts(data, data_len as usize) }
         };
         h.event_pipe_event(&EventPipeEvent { provider, id: event_id, version: event_version, data });
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn jit_compilation_started(
+    _this: *mut ICorProfilerCallback11,
+    function: FunctionID,
+    _safe_to_block: BOOL,
+) -> HRESULT {
+    guard(|h| {
+        h.jit_compilation_started(function);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn jit_compilation_finished(
+    _this: *mut ICorProfilerCallback11,
+    function: FunctionID,
+    status: HRESULT,
+    _safe_to_block: BOOL,
+) -> HRESULT {
+    guard(|h| {
+        h.jit_compilation_finished(function, status);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn module_load_finished(
+    _this: *mut ICorProfilerCallback11,
+    module: ModuleID,
+    status: HRESULT,
+) -> HRESULT {
+    guard(|h| {
+        h.module_load_finished(module, status);
         S_OK
     })
 }

@@ -32,7 +32,6 @@ ignored! {
     AssemblyUnloadStarted(assemblyId: AssemblyID);
     AssemblyUnloadFinished(assemblyId: AssemblyID, hrStatus: HRESULT);
     ModuleLoadStarted(moduleId: ModuleID);
-    ModuleLoadFinished(moduleId: ModuleID, hrStatus: HRESULT);
     ModuleUnloadStarted(moduleId: ModuleID);
     ModuleUnloadFinished(moduleId: ModuleID, hrStatus: HRESULT);
     ModuleAttachedToAssembly(moduleId: ModuleID, AssemblyId: AssemblyID);
@@ -41,8 +40,6 @@ ignored! {
     ClassUnloadStarted(classId: ClassID);
     ClassUnloadFinished(classId: ClassID, hrStatus: HRESULT);
     FunctionUnloadStarted(functionId: FunctionID);
-    JITCompilationStarted(functionId: FunctionID, fIsSafeToBlock: BOOL);
-    JITCompilationFinished(functionId: FunctionID, hrStatus: HRESULT, fIsSafeToBlock: BOOL);
     JITCachedFunctionSearchFinished(functionId: FunctionID, result: COR_PRF_JIT_CACHE);
     JITFunctionPitched(functionId: FunctionID);
     RemotingClientInvocationStarted();
@@ -112,7 +109,7 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     AssemblyUnloadStarted: AssemblyUnloadStarted,
     AssemblyUnloadFinished: AssemblyUnloadFinished,
     ModuleLoadStarted: ModuleLoadStarted,
-    ModuleLoadFinished: ModuleLoadFinished,
+    ModuleLoadFinished: module_load_finished,
     ModuleUnloadStarted: ModuleUnloadStarted,
     ModuleUnloadFinished: ModuleUnloadFinished,
     ModuleAttachedToAssembly: ModuleAttachedToAssembly,
@@ -121,8 +118,8 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     ClassUnloadStarted: ClassUnloadStarted,
     ClassUnloadFinished: ClassUnloadFinished,
     FunctionUnloadStarted: FunctionUnloadStarted,
-    JITCompilationStarted: JITCompilationStarted,
-    JITCompilationFinished: JITCompilationFinished,
+    JITCompilationStarted: jit_compilation_started,
+    JITCompilationFinished: jit_compilation_finished,
     JITCachedFunctionSearchStarted: jit_cached_function_search_started,
     JITCachedFunctionSearchFinished: JITCachedFunctionSearchFinished,
     JITFunctionPitched: JITFunctionPitched,

@@ -162,6 +162,10 @@ pub type MonoStackWalk = unsafe extern "C" fn(
     managed: mono_bool,
     data: *mut c_void,
 ) -> mono_bool;
+/// `jit_begin`: the JIT starts compiling `method`, on the compiling thread.
+pub type MonoProfilerJitBeginCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod);
+/// `image_loaded`: an image (an assembly's module) was loaded.
+pub type MonoProfilerImageLoadedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, image: *mut MonoImage);
 pub type MonoProfilerJitDoneCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo);
 /// Runs in Mono's profiling signal handler, on the sampled thread; `context` is the signal's
@@ -243,6 +247,8 @@ mono_api! {
     mono_profiler_enable_clauses: fn() -> mono_bool;
     mono_profiler_set_gc_event_callback: fn(MonoProfilerHandle, Option<MonoProfilerGCEventCallback>);
     mono_profiler_set_jit_done_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitDoneCallback>);
+    mono_profiler_set_jit_begin_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitBeginCallback>);
+    mono_profiler_set_image_loaded_callback: fn(MonoProfilerHandle, Option<MonoProfilerImageLoadedCallback>);
     mono_profiler_enable_allocations: fn() -> mono_bool;
     mono_profiler_set_gc_allocation_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
     mono_profiler_set_monitor_contention_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
@@ -314,6 +320,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 56);
+        assert_eq!(MonoApi::NAMES.len(), 58);
     }
 }

@@ -44,7 +44,14 @@ pub trait Events: 'static {
         false
     }
     /// A method was compiled (or loaded precompiled); `code_start` is 0 when Mono gave no code.
+    /// Mono may report one compilation more than once, and some without a `jit_begin`.
     fn jit_done(_method: Method<'_>, _code_start: usize) {}
+    /// The JIT starts compiling a method, on the compiling thread (after
+    /// [`Profiler::set_loading_events`]).
+    fn jit_begin() {}
+    /// An image was loaded: its name (the assembly's simple name) and its file (empty when it
+    /// has none).
+    fn image_loaded(_name: String, _path: String) {}
     /// A callback panicked: the cold callbacks are switched off from now on.
     fn disable() {}
     /// False while the callbacks must do nothing (checked before each cold callback): e.g. in a
@@ -123,6 +130,17 @@ impl Profiler {
             (self.api.mono_profiler_set_gc_allocation_callback)(self.handle, Some(allocation::<E>));
         }
         true
+    }
+
+    /// The JIT's compilations ([`Events::jit_begin`], [`Events::jit_done`]) and the images loaded
+    /// ([`Events::image_loaded`]). Set in the init function, so that corlib's load is seen.
+    pub fn set_loading_events<E: Events>(&self) {
+        // SAFETY: as in `set_events`.
+        unsafe {
+            (self.api.mono_profiler_set_jit_begin_callback)(self.handle, Some(jit_begin::<E>));
+            (self.api.mono_profiler_set_jit_done_callback)(self.handle, Some(jit_done::<E>));
+            (self.api.mono_profiler_set_image_loaded_callback)(self.handle, Some(image_loaded::<E>));
+        }
     }
 
     /// The monitor events: [`Events::monitor_contention`], `monitor_acquired`, `monitor_failed`.
@@ -227,6 +245,23 @@ unsafe extern "C" fn exception_throw<E: Events>(_prof: *mut MonoProfiler, except
     // SAFETY: the exception Mono passed to this callback, on the throwing (attached) thread.
     let exception = unsafe { Object::new(exception) };
     guard::<E, _>((), || E::exception_throw(exception));
+}
+
+unsafe extern "C" fn jit_begin<E: Events>(_prof: *mut MonoProfiler, _method: *mut MonoMethod) {
+    guard::<E, _>((), E::jit_begin);
+}
+
+unsafe extern "C" fn image_loaded<E: Events>(_prof: *mut MonoProfiler, image: *mut MonoImage) {
+    let Some(api) = api() else { return };
+    if image.is_null() {
+        return;
+    }
+    // SAFETY: the image Mono passed to this callback, alive during it; the getters return strings
+    // the image owns (or null), copied here.
+    let (name, path) = unsafe {
+        (crate::c_string((api.mono_image_get_name)(image)), crate::c_string((api.mono_image_get_filename)(image)))
+    };
+    guard::<E, _>((), || E::image_loaded(name, path));
 }
 
 unsafe extern "C" fn allocation<E: Events>(_prof: *mut MonoProfiler, object: *mut MonoObject) {

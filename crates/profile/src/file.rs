@@ -28,6 +28,7 @@
 //! | `events` | `Profile::events` ([`crate::model::RuntimeEvents`]): exceptions, catches counted, collections | version 2 |
 //! | `allocations` | `RuntimeEvents::allocations` ([`crate::model::Allocations`]) | version 2 |
 //! | `node_events` | `RuntimeEvents::nodes` ([`crate::model::NodeEvents`] per node) | version 2 |
+//! | `loading` | `RuntimeEvents::loading` ([`crate::model::Loading`]: JIT, modules) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -162,6 +163,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if !events.nodes.is_empty() {
         list.push(("node_events".to_string(), encode(&events.nodes)));
     }
+    if events.loading != Default::default() {
+        list.push(("loading".to_string(), encode(&events.loading)));
+    }
     list
 }
 
@@ -178,6 +182,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             }
             "allocations" => profile.events.allocations = postcard::from_bytes(bytes)?,
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
+            "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

@@ -215,6 +215,36 @@ pub struct RuntimeEvents {
     /// extension).
     #[serde(skip)]
     pub nodes: Vec<NodeEvents>,
+    /// JIT compilation and module loads (the file's `loading` extension).
+    #[serde(skip)]
+    pub loading: Loading,
+}
+
+/// The start-up story: what the JIT compiled and which modules loaded when.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loading {
+    /// Method bodies the JIT compiled (a method compiled again at a higher tier counts again).
+    pub methods_compiled: u64,
+    /// Time spent in those compilations, from start to finish, summed over threads.
+    pub jit_ns: u64,
+    /// Modules (assemblies' files) in the order they loaded, at most
+    /// [`Loading::MAX_MODULES`].
+    pub modules: Vec<ModuleLoad>,
+}
+
+impl Loading {
+    pub const MAX_MODULES: usize = 65_536;
+}
+
+/// One module load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleLoad {
+    /// The module's simple name (`System.Private.CoreLib.dll`).
+    pub name: String,
+    /// Its file, when it has one (empty for a module built in memory).
+    pub path: String,
+    /// When it finished loading, in nanoseconds from the agent's start.
+    pub loaded_ns: u64,
 }
 
 /// Allocations, all threads: how they were counted and the estimated totals per type.

@@ -69,22 +69,26 @@ pub struct EventKinds {
     pub exceptions: bool,
     /// Time waiting for contended locks (`contention`).
     pub contention: bool,
+    /// Methods compiled by the JIT and the time it took, modules loaded (`jit`).
+    pub jit: bool,
 }
 
 impl EventKinds {
     /// The kinds, as `--events` spells them.
-    pub const NAMES: [&str; 4] = ["alloc", "gc", "exceptions", "contention"];
+    pub const NAMES: [&str; 5] = ["alloc", "gc", "exceptions", "contention", "jit"];
 
-    pub const NONE: EventKinds = EventKinds { alloc: false, gc: false, exceptions: false, contention: false };
+    pub const NONE: EventKinds =
+        EventKinds { alloc: false, gc: false, exceptions: false, contention: false, jit: false };
 
     /// What a recording counts unless told otherwise: the kinds that cost nothing measurable
-    /// (collections, exceptions, contention). Allocations cost ~2 µs per sample, one per ~100 KB
+    /// (collections, exceptions, contention, JIT and loading). Allocations cost ~2 µs per sample, one per ~100 KB
     /// allocated: up to several % of an allocation-heavy program's CPU, so they are asked for
     /// (BENCHMARKS.md, "Runtime events").
-    pub const DEFAULT: EventKinds = EventKinds { alloc: false, gc: true, exceptions: true, contention: true };
+    pub const DEFAULT: EventKinds =
+        EventKinds { alloc: false, gc: true, exceptions: true, contention: true, jit: true };
 
     /// Every kind (`all`).
-    pub const ALL: EventKinds = EventKinds { alloc: true, gc: true, exceptions: true, contention: true };
+    pub const ALL: EventKinds = EventKinds { alloc: true, gc: true, exceptions: true, contention: true, jit: true };
 
     fn flag(&mut self, name: &str) -> Option<&mut bool> {
         match name {
@@ -92,6 +96,7 @@ impl EventKinds {
             "gc" => Some(&mut self.gc),
             "exceptions" => Some(&mut self.exceptions),
             "contention" => Some(&mut self.contention),
+            "jit" => Some(&mut self.jit),
             _ => None,
         }
     }
@@ -140,7 +145,7 @@ pub enum ConfigError {
     UnknownClock(String),
     #[error("{ENV_BENCH_HOOKS}: unknown benchmark hooks `{0}`")]
     UnknownBenchHooks(String),
-    #[error("{ENV_EVENTS}: unknown event kind `{0}` (known: alloc, gc, exceptions, contention)")]
+    #[error("{ENV_EVENTS}: unknown event kind `{0}` (known: alloc, gc, exceptions, contention, jit)")]
     UnknownEvent(String),
     #[error("{ENV_ALLOC_SAMPLE_BYTES}: not a positive number: `{0}`")]
     BadAllocSampleBytes(String),
@@ -355,7 +360,7 @@ mod tests {
             bench_hooks: Some(BenchHooks::Clock),
             cpu_timers: false,
             mono_catches: true,
-            events: EventKinds { alloc: false, gc: true, exceptions: false, contention: true },
+            events: EventKinds { alloc: false, gc: true, exceptions: false, contention: true, jit: false },
             alloc_sample_bytes: 4096,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
@@ -385,14 +390,14 @@ mod tests {
         assert_eq!(EventKinds::parse("").unwrap(), EventKinds::NONE);
         assert_eq!(EventKinds::parse("none").unwrap(), EventKinds::NONE);
         assert_eq!(EventKinds::parse("all").unwrap(), EventKinds::ALL);
-        assert_eq!(EventKinds::DEFAULT.to_list(), "gc,exceptions,contention");
+        assert_eq!(EventKinds::DEFAULT.to_list(), "gc,exceptions,contention,jit");
         let some = EventKinds::parse(" gc , alloc").unwrap();
-        assert_eq!(some, EventKinds { alloc: true, gc: true, exceptions: false, contention: false });
+        assert_eq!(some, EventKinds { alloc: true, gc: true, ..EventKinds::NONE });
         assert_eq!(some.to_list(), "alloc,gc");
         assert_eq!(EventKinds::NONE.to_list(), "none");
         assert_eq!(EventKinds::parse(&EventKinds::DEFAULT.to_list()).unwrap(), EventKinds::DEFAULT);
         assert_eq!(EventKinds::parse(&EventKinds::ALL.to_list()).unwrap(), EventKinds::ALL);
-        assert_eq!(EventKinds::parse("gc,jit"), Err("jit".to_string()));
+        assert_eq!(EventKinds::parse("gc,heap"), Err("heap".to_string()));
     }
 
     #[test]
@@ -428,7 +433,7 @@ mod tests {
                 ENV_EVENTS,
                 "gc,heap",
                 ConfigError::UnknownEvent("heap".into()),
-                "SONDE_EVENTS: unknown event kind `heap` (known: alloc, gc, exceptions, contention)",
+                "SONDE_EVENTS: unknown event kind `heap` (known: alloc, gc, exceptions, contention, jit)",
             ),
             (
                 ENV_BENCH_HOOKS,

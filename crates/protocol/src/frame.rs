@@ -140,6 +140,15 @@ mod tests {
                     count: 3,
                 }],
             },
+            loading: sonde_profile::Loading {
+                methods_compiled: 9,
+                jit_ns: 1_000_000,
+                modules: vec![sonde_profile::ModuleLoad {
+                    name: "Calls.exe".into(),
+                    path: "/t/Calls.exe".into(),
+                    loaded_ns: 5,
+                }],
+            },
         })
     }
 

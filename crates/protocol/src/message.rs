@@ -8,7 +8,7 @@
 //! repeat some: the receiver keeps one record per id).
 
 use serde::{Deserialize, Serialize};
-use sonde_profile::{Allocations, LostSamples, Mode, NodeEvents, Runtime, RuntimeEvents, SampleClock, Timing};
+use sonde_profile::{Allocations, Loading, LostSamples, Mode, NodeEvents, Runtime, RuntimeEvents, SampleClock, Timing};
 
 /// Bumped on any incompatible change to the messages below.
 pub const PROTOCOL_VERSION: u32 = 7;
@@ -145,9 +145,12 @@ pub struct Snapshot {
     pub fatal_signal: Option<i32>,
     /// [`ControllerMessage::WalkStacks`] requests done so far (walked or failed).
     pub stacks_walked: u32,
-    /// The runtime's events so far (cumulative, like the trees); its `allocations` and `nodes`
-    /// travel in [`Snapshot::allocations`] and [`ThreadSnapshot::events`].
+    /// The runtime's events so far (cumulative, like the trees); its `allocations`, `nodes` and
+    /// `loading` travel in [`Snapshot::allocations`], [`ThreadSnapshot::events`] and
+    /// [`Snapshot::loading`].
     pub events: RuntimeEvents,
     /// Allocations by type so far.
     pub allocations: Allocations,
+    /// JIT compilations and module loads so far.
+    pub loading: Loading,
 }

@@ -135,6 +135,17 @@ impl Renderer for JsonRenderer {
                     })
                 }),
             },
+            jit: JitView {
+                methods_compiled: profile.events.loading.methods_compiled,
+                jit_ns: profile.events.loading.jit_ns,
+            },
+            modules: Seq(|| {
+                profile.events.loading.modules.iter().map(|m| ModuleView {
+                    name: &m.name,
+                    path: &m.path,
+                    loaded_ns: m.loaded_ns,
+                })
+            }),
             allocation_sampling: allocations.sampling.as_str(),
             allocations: Seq(|| {
                 allocations.by_type.iter().map(|a| AllocationView {
@@ -153,7 +164,7 @@ impl Renderer for JsonRenderer {
 }
 
 #[derive(Serialize)]
-struct Report<'a, T, M, N, E, C, A> {
+struct Report<'a, T, M, N, E, C, A, L> {
     schema: &'static str,
     mode: &'static str,
     timing: Option<&'static str>,
@@ -178,8 +189,23 @@ struct Report<'a, T, M, N, E, C, A> {
     nodes: N,
     exceptions: E,
     gc: GcView<C>,
+    jit: JitView,
+    modules: L,
     allocation_sampling: &'static str,
     allocations: A,
+}
+
+#[derive(Serialize)]
+struct JitView {
+    methods_compiled: u64,
+    jit_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ModuleView<'a> {
+    name: &'a str,
+    path: &'a str,
+    loaded_ns: u64,
 }
 
 #[derive(Serialize)]

@@ -248,6 +248,18 @@ fn runtime_events(out: &mut impl Write, view: &View) -> io::Result<()> {
     }
     allocations(out, view)?;
     contention(out, view)?;
+    let loading = &events.loading;
+    if loading.methods_compiled > 0 || !loading.modules.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "JIT: {} methods compiled in {}; {} modules loaded{}",
+            count(loading.methods_compiled),
+            duration(loading.jit_ns),
+            count(loading.modules.len() as u64),
+            loading.modules.last().map_or(String::new(), |m| format!(", the last at {}", duration(m.loaded_ns))),
+        )?;
+    }
     Ok(())
 }
 

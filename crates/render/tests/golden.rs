@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use sonde_profile::{
-    AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, Method,
-    Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timing,
+    AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, Loading,
+    Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timing,
 };
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
@@ -154,6 +154,18 @@ fn sampling_profile() -> Profile {
         by_type: vec![
             AllocationCount { type_name: "System.Byte[]".into(), bytes: 300 * 1024, count: 300 },
             AllocationCount { type_name: "Acme.Token\u{1b}]0;owned\u{7}".into(), bytes: 100 * 1024, count: 4_266 },
+        ],
+    };
+    events.loading = Loading {
+        methods_compiled: 321,
+        jit_ns: 45 * ms,
+        modules: vec![
+            ModuleLoad {
+                name: "System.Private.CoreLib.dll".into(),
+                path: "/usr/share/dotnet/System.Private.CoreLib.dll".into(),
+                loaded_ns: ms,
+            },
+            ModuleLoad { name: "Acme.dll".into(), path: "/srv/acme/Acme.dll".into(), loaded_ns: 3 * ms },
         ],
     };
     events.nodes = vec![
@@ -312,8 +324,12 @@ fn json_parses_back_with_the_contract_keys_in_order() {
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
             "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
             "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
-            "exceptions", "gc", "allocation_sampling", "allocations",
+            "exceptions", "gc", "jit", "modules", "allocation_sampling", "allocations",
         ]);
+        assert_eq!(keys(&json["jit"]), ["methods_compiled", "jit_ns"]);
+        for m in json["modules"].as_array().unwrap() {
+            assert_eq!(keys(m), ["name", "path", "loaded_ns"]);
+        }
         for a in json["allocations"].as_array().unwrap() {
             assert_eq!(keys(a), ["type", "bytes", "count"]);
         }

@@ -215,6 +215,32 @@ impl ProfilerCallback for Clr {
         events::gc_finished(heap);
     }
 
+    fn jit_compilation_started(&self, _function: FunctionID) {
+        if session::get().is_some() {
+            events::jit_started();
+        }
+    }
+
+    fn jit_compilation_finished(&self, _function: FunctionID, _status: HRESULT) {
+        if session::get().is_some() {
+            events::jit_finished();
+        }
+    }
+
+    /// A module's name is its file's (`System.Private.CoreLib.dll`), or the runtime's display name
+    /// for one without a file.
+    fn module_load_finished(&self, module: ModuleID, status: HRESULT) {
+        let (Some(_), Some(info)) = (session::get(), info()) else { return };
+        if status < 0 {
+            return;
+        }
+        let Ok((path, _assembly)) = info.module_path_and_assembly(module) else { return };
+        let name =
+            std::path::Path::new(&path).file_name().map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+        let path = if std::path::Path::new(&path).is_absolute() { path } else { String::new() };
+        events::module_loaded(name, path);
+    }
+
     /// The EventPipe session's events, on the thread that wrote them: an allocation tick on the
     /// allocating thread, the end of a contended wait on the waiting one.
     fn event_pipe_event(&self, event: &EventPipeEvent<'_>) {
@@ -292,7 +318,8 @@ fn walk_stacks(info: &ProfilerInfo) {
     }
     // Walks need the stack-snapshot flag, allowed after an attach; it is set only now, so that
     // the recordings that never walk run with the sampling mask alone.
-    if let Err(e) = info.set_event_mask(SAMPLING_EVENTS | COR_PRF_ENABLE_STACK_SNAPSHOT, EVENTS_HIGH) {
+    let loading = session::get().map_or(0, |s| loading_events(&s.config));
+    if let Err(e) = info.set_event_mask(SAMPLING_EVENTS | loading | COR_PRF_ENABLE_STACK_SNAPSHOT, EVENTS_HIGH) {
         log!("stack walk: SetEventMask failed: {e}");
     }
     let started = Instant::now();
@@ -333,7 +360,8 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         | COR_PRF_DISABLE_INLINING
         | COR_PRF_MONITOR_EXCEPTIONS
         | COR_PRF_MONITOR_THREADS
-        | COR_PRF_MONITOR_SUSPENDS;
+        | COR_PRF_MONITOR_SUSPENDS
+        | loading_events(config);
     if hook_set.with_info {
         mask |= COR_PRF_ENABLE_FRAME_INFO;
     }
@@ -387,12 +415,20 @@ fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
     }
 }
 
-/// Sampling mode: no hooks, no JIT flags; Sonde's signal sampler (`sampling::signal`). The
+/// The JIT's compilations and the modules' loads, when `jit` events are recorded (allowed after
+/// an attach).
+fn loading_events(config: &AgentConfig) -> u32 {
+    if config.events.jit { COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_MODULE_LOADS } else { 0 }
+}
+
+/// Sampling mode: no hooks, no flag that changes the JIT's code; Sonde's signal sampler
+/// (`sampling::signal`). The
 /// runtime only reports threads (to sample them), exceptions (counted; for the crash snapshot,
 /// and to see a fault's handler out), suspensions and collections (`events`) — all allowed after
 /// an attach (`attached`), and none keeps the runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
-    info.set_event_mask(SAMPLING_EVENTS, EVENTS_HIGH).map_err(|e| StartError::runtime("SetEventMask", e))?;
+    info.set_event_mask(SAMPLING_EVENTS | loading_events(config), EVENTS_HIGH)
+        .map_err(|e| StartError::runtime("SetEventMask", e))?;
     start_event_pipe(info, config);
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);

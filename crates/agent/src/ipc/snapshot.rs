@@ -78,6 +78,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         stacks_walked: crate::session::stacks_walked(),
         events: crate::events::snapshot(),
         allocations: crate::events::allocations(),
+        loading: crate::events::loading(),
     }
 }
 

@@ -123,6 +123,9 @@ fn set_events(profiler: &Profiler, config: &AgentConfig) {
     if config.events.contention {
         profiler.set_monitor_events::<Agent>();
     }
+    if config.events.jit {
+        profiler.set_loading_events::<Agent>();
+    }
 }
 
 thread_local! {
@@ -301,8 +304,28 @@ impl Events for Agent {
         IDS.insert(key, id)
     }
 
+    fn jit_begin() {
+        if session::get().is_some() {
+            events::jit_started();
+        }
+    }
+
+    /// Sampling notes where the method's code is; every mode counts the compilation.
     fn jit_done(method: Method<'_>, code_start: usize) {
-        sampling::compiled(method, code_start);
+        if session::mode() != Some(Mode::Tracing) {
+            sampling::compiled(method, code_start);
+        }
+        if session::get().is_some() {
+            events::jit_finished();
+        }
+    }
+
+    /// Named as on CoreCLR: by its file's name (`mscorlib.dll`), else Mono's name for it.
+    fn image_loaded(name: String, path: String) {
+        if session::get().is_some() {
+            let file = std::path::Path::new(&path).file_name().map(|n| n.to_string_lossy().into_owned());
+            events::module_loaded(file.unwrap_or(name), path);
+        }
     }
 
     fn disable() {

@@ -71,6 +71,11 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         NodeEvents { node: 0, exceptions_thrown: 3, ..Default::default() },
         NodeEvents { node: 2, alloc_bytes: 200_000, alloc_count: 20, wait_ns: 5, exceptions_thrown: 0 },
     ];
+    profile.events.loading = Loading {
+        methods_compiled: 1234,
+        jit_ns: 56_000_000,
+        modules: vec![ModuleLoad { name: "Acme.dll".into(), path: "/srv/acme/Acme.dll".into(), loaded_ns: 42 }],
+    };
     let bytes = encode(&profile);
     assert_eq!(&bytes[8..12], &FORMAT_VERSION.to_le_bytes());
     assert_eq!(read_profile(&bytes[..]).unwrap(), profile);
