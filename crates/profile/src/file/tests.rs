@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::model::{
     AllocSampling, AllocationCount, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    InvalidProfile, NodeEvents,
+    InvalidProfile, Loading, ModuleLoad, NodeEvents,
 };
 use crate::testkit::{Builder, arb_profile};
 
