@@ -37,7 +37,7 @@ struct State {
     running: Vec<(GcCollection, u64)>,
     /// The current suspension for a collection began at this time (ns from the agent's start).
     suspended_at: Option<u64>,
-    /// Allocated type key (the runtime's class handle, or a name's hash) → index into
+    /// Allocated type key (the runtime's class handle) → index into
     /// `events.allocations.by_type`.
     alloc_types: HashMap<usize, usize>,
 }
