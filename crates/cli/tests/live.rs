@@ -158,6 +158,8 @@ fn top_draws_the_hot_method_in_a_terminal_and_quits_on_q() {
     });
     assert!(last.contains(&format!("process {pid} (attached)")), "{last}");
     assert!(last.contains("coreclr 8."), "{last}");
+    // The runtime's counters, per second over the last refresh.
+    assert!(last.lines().any(|l| l.starts_with("gc ") && l.contains("/s") && l.contains("exceptions ")), "{last}");
     assert!(last.contains("q quit"), "{last}");
     // `s` sorts by %total: the program's outer frames (Service.Work and what calls it) come first.
     tmux(&["send-keys", "-t", "top", "s"]);
