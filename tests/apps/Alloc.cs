@@ -6,6 +6,8 @@
 // (GC.GetAllocatedBytesForCurrentThread around each method, where the runtime has it):
 //   bytes AllocateBytes B        (B: the bytes that method allocated)
 //   ...
+// `Alloc.exe crowd THREADS ROUNDS` starts THREADS threads that each take one lock ROUNDS times,
+// allocating inside it, and prints what they counted together (`counted N`: THREADS × ROUNDS).
 // `Alloc.exe contend N MS` makes a worker thread wait N times for a lock the main thread holds
 // for MS milliseconds, and prints the wait the worker measured itself:
 //   waited NS
@@ -75,6 +77,35 @@ namespace Acme
             return watch.Elapsed.Ticks * 100;
         }
 
+        static long counted;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void CrowdWork(int rounds)
+        {
+            for (int i = 0; i < rounds; i++)
+            {
+                lock (gate)
+                {
+                    keep = new byte[64 + i % 64];
+                    counted++;
+                }
+            }
+        }
+
+        static int Crowd(int threads, int rounds)
+        {
+            var all = new Thread[threads];
+            for (int t = 0; t < threads; t++)
+            {
+                all[t] = new Thread(() => CrowdWork(rounds));
+                all[t].Start();
+            }
+            foreach (var t in all)
+                t.Join();
+            Console.WriteLine("counted " + counted);
+            return counted == (long)threads * rounds ? 0 : 1;
+        }
+
         static int Main(string[] args)
         {
             if (args[0] == "alloc")
@@ -88,6 +119,8 @@ namespace Acme
                 }
                 return 0;
             }
+            if (args[0] == "crowd")
+                return Crowd(int.Parse(args[1]), int.Parse(args[2]));
             int n = int.Parse(args[1]);
             int ms = int.Parse(args[2]);
             var held = new ManualResetEventSlim(false);

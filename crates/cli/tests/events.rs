@@ -224,3 +224,35 @@ fn contention_matches_the_program(rt: Runtime) {
 }
 
 on_both_runtimes!(contention_matches_the_program);
+
+/// With every event kind on, the programs do what they do unprofiled: 100,000 exceptions thrown
+/// and caught (Events.exe 40000), 64 threads taking one lock 2,000 times each, allocating
+/// inside it (Alloc.exe crowd) — same output, same exit code, in both modes.
+fn every_event_kind_leaves_the_program_unchanged(rt: Runtime) {
+    let programs: [(&str, &[&str], &str); 2] =
+        [("Events", &["40000"], "thrown "), ("Alloc", &["crowd", "64", "2000"], "counted ")];
+    for (app, app_args, kept) in programs {
+        let command = rt.app_command(app, app_args);
+        let alone = run(&command[0], &command[1..]);
+        assert_eq!(alone.code(), 0, "{rt:?} {app} unprofiled: {}", alone.describe());
+        // Only the lines the program prints of what it did (not the runtime's collection counts).
+        let lines = |out: &Output| -> Vec<String> {
+            out.stdout_str().lines().filter(|l| l.starts_with(kept)).map(str::to_string).collect()
+        };
+        assert!(!lines(&alone).is_empty(), "{rt:?} {app}: {}", alone.describe());
+        for mode in ["sampling", "tracing"] {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("all.sonde");
+            let args = record_args(&file, &["--mode", mode, "--events", "all"], &command);
+            let out = Running::spawn(sonde(), &args).wait(DEADLINE);
+            let what = format!("{rt:?} {app} {mode}:\n{}", out.describe());
+            assert_eq!(out.code(), alone.code(), "{what}");
+            assert_eq!(lines(&out), lines(&alone), "{what}");
+            let report = report_json(&file);
+            check_invariants(&report);
+            assert_eq!(report["incomplete"], false, "{what}");
+        }
+    }
+}
+
+on_both_runtimes!(every_event_kind_leaves_the_program_unchanged);
