@@ -1,9 +1,12 @@
 // Checks Sonde's exports with independent consumers:
 //   *.speedscope.json  validated with ajv against the file-format schema shipped in the
 //                      `speedscope` npm package, then read back the way speedscope reads it;
-//   *.pb.gz            gunzipped with node's zlib and decoded with Datadog's `pprof-format`.
+//   *.pb.gz            gunzipped with node's zlib and decoded with Datadog's `pprof-format`;
+//   *.trace.json       parsed by Chrome DevTools' own trace engine (`@paulirish/trace_engine`),
+//                      whose threads must hold the complete events.
 // For a file F, the optional F.expect.json says what a consumer must find in it (profiles and
-// their stacks by name for speedscope; sample types, samples, stacks and labels for pprof).
+// their stacks by name for speedscope; sample types, samples, stacks and labels for pprof; the
+// threads, by name, with their complete events' names, starts and durations, for a trace).
 //
 // Usage: node tests/js/validate-exports.mjs FILE...   (exit 1 on the first broken file)
 
@@ -148,9 +151,39 @@ function pprof(file, expect) {
     return `${samples.length} samples of ${sampleTypes.join(', ')}, ${p.location.length} locations, ${p.function.length} functions`;
 }
 
+// Chrome's trace event format, as DevTools reads it: its engine builds the process's threads
+// from the events, named by the `thread_name` metadata, with the complete (`X`) events as
+// entries.
+async function trace(file, expect) {
+    // The engine's geometry code wants the browser's DOMRect.
+    globalThis.DOMRect ??= class DOMRect {
+        constructor(x = 0, y = 0, width = 0, height = 0) { Object.assign(this, { x, y, width, height }); }
+    };
+    const Trace = await import('@paulirish/trace_engine/models/trace/trace.js');
+    const data = JSON.parse(readFileSync(file, 'utf8'));
+    check(Array.isArray(data.traceEvents), 'no traceEvents array');
+    const model = Trace.TraceModel.Model.createWithAllHandlers();
+    await model.parse(data.traceEvents);
+    const parsed = model.parsedTrace();
+    check(parsed, 'the trace engine parsed nothing');
+    const processes = [...parsed.data.Renderer.processes.values()];
+    check(processes.length === 1, `${processes.length} processes, expected one`);
+    const threads = {};
+    let entries = 0;
+    for (const thread of processes[0].threads.values()) {
+        threads[thread.name] = thread.entries.map(e => [e.name, e.ts, e.dur]);
+        entries += thread.entries.length;
+    }
+    if (expect) {
+        same(Object.keys(threads).sort(), Object.keys(expect.threads).sort(), 'threads with entries');
+        for (const [name, events] of Object.entries(expect.threads)) same(threads[name], events, `thread ${name}`);
+    }
+    return `${Object.keys(threads).length} threads, ${entries} complete events`;
+}
+
 const files = process.argv.slice(2);
 if (files.length === 0) {
-    console.error('usage: node validate-exports.mjs FILE.speedscope.json|FILE.pb.gz ...');
+    console.error('usage: node validate-exports.mjs FILE.speedscope.json|FILE.pb.gz|FILE.trace.json ...');
     process.exit(2);
 }
 for (const file of files) {
@@ -160,7 +193,8 @@ for (const file of files) {
         let summary;
         if (file.endsWith('.speedscope.json')) summary = speedscope(file, expect);
         else if (file.endsWith('.pb.gz')) summary = pprof(file, expect);
-        else throw new Invalid('unknown kind of export (expected .speedscope.json or .pb.gz)');
+        else if (file.endsWith('.trace.json')) summary = await trace(file, expect);
+        else throw new Invalid('unknown kind of export (expected .speedscope.json, .pb.gz or .trace.json)');
         console.log(`ok ${file}: ${summary}${expect ? ', as expected' : ''}`);
     } catch (e) {
         if (!(e instanceof Invalid)) throw e;

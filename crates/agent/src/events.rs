@@ -20,7 +20,7 @@
 use crate::tree::{clock, threads};
 use sonde_profile::{
     AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading,
-    Mode, ModuleLoad, NodeEvents, RuntimeEvents,
+    Mode, ModuleLoad, NodeEvents, RuntimeEvents, Timeline, TimelineEvent, TimelineKind,
 };
 use sonde_protocol::config::EventKinds;
 use std::collections::HashMap;
@@ -104,10 +104,29 @@ pub fn exception_thrown(key: usize, name: impl FnOnce() -> Option<String>) {
     if !kinds().exceptions {
         return;
     }
+    let now = clock::elapsed_ns();
+    let os_tid = threads::gettid_cached();
     with(|s| {
         let i = exception_type(s, key, name);
         s.events.exceptions[i].thrown += 1;
+        let kind = TimelineKind::Exception { type_index: i as u32 };
+        mark(s, TimelineEvent { kind, os_tid, start_ns: now, end_ns: now });
     });
+}
+
+/// Adds `event` to the timeline, or counts it dropped once the timeline is full.
+fn mark(s: &mut State, event: TimelineEvent) {
+    let timeline = &mut s.events.timeline;
+    if timeline.events.len() < Timeline::MAX_EVENTS {
+        timeline.events.push(event);
+    } else {
+        timeline.dropped += 1;
+    }
+}
+
+/// The timeline so far, for a snapshot.
+pub fn timeline() -> Timeline {
+    with(|s| s.events.timeline.clone())
 }
 
 /// A catch handler is about to run for an exception of type `key`.
@@ -256,9 +275,15 @@ pub fn jit_finished() {
         }
     });
     let Some(elapsed) = elapsed else { return };
+    let (end_ns, os_tid) = (clock::elapsed_ns(), threads::gettid_cached());
     with(|s| {
         s.events.loading.methods_compiled += 1;
         s.events.loading.jit_ns = s.events.loading.jit_ns.saturating_add(elapsed);
+        if elapsed > 0 {
+            // The outermost compilation ended: its span goes on the timeline.
+            let start_ns = end_ns.saturating_sub(elapsed);
+            mark(s, TimelineEvent { kind: TimelineKind::Jit, os_tid, start_ns, end_ns });
+        }
     });
 }
 

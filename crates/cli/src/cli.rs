@@ -200,6 +200,9 @@ pub enum FormatArg {
     Collapsed,
     /// A flame graph as SVG.
     Flamegraph,
+    /// The run's timeline (collections, module loads, compilations, throws) in Chrome's trace
+    /// event format: Perfetto, chrome://tracing.
+    Chrome,
 }
 
 #[derive(Debug, Args)]

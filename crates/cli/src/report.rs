@@ -15,6 +15,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
         FormatArg::Pprof => Format::Pprof,
         FormatArg::Collapsed => Format::Collapsed,
         FormatArg::Flamegraph => Format::Flamegraph,
+        FormatArg::Chrome => Format::Chrome,
     };
     let renderer = renderer(format);
     match &args.output {

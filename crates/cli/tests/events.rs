@@ -102,6 +102,21 @@ fn exceptions_and_collections_match_the_program(rt: Runtime) {
         let loaded: Vec<u64> = modules.iter().map(|m| u64_of(m, "loaded_ns")).collect();
         assert!(loaded.windows(2).all(|w| w[0] <= w[1]), "{what}: {loaded:?}");
 
+        // The timeline (Chrome's trace format): every throw an instant on its thread, every
+        // collection a span on the GC track, the compilations spans.
+        let args: Vec<std::ffi::OsString> =
+            vec!["report".into(), file.clone().into(), "--format".into(), "chrome".into()];
+        let chrome = run(sonde(), &args);
+        assert_eq!(chrome.code(), 0, "{what}\n{}", chrome.describe());
+        let trace: serde_json::Value = serde_json::from_str(&chrome.stdout_str()).expect("a JSON trace");
+        let trace_events = arr(&trace, "traceEvents");
+        let of = |cat: &str, ph: &str| trace_events.iter().filter(|e| e["cat"] == cat && e["ph"] == ph).count();
+        let thrown: u64 = exceptions.iter().map(|e| u64_of(e, "thrown")).sum();
+        assert_eq!(of("exception", "i") as u64, thrown, "{what}");
+        assert_eq!(of("gc", "X"), collections.len(), "{what}");
+        assert!(of("jit", "X") > 0, "{what}");
+        assert_eq!(trace["metadata"]["timeline_events_dropped"], 0, "{what}");
+
         let text = report_text(&file);
         let text = &text.stdout_str();
         assert!(text.contains("JIT: "), "{what}\n{text}");

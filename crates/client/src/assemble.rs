@@ -117,11 +117,15 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         agent_version: hello.agent_version.clone(),
         attach: None,
     };
+    // Every field named (no `..`): a field added to the events must be carried here too.
     let events = RuntimeEvents {
+        exceptions: snapshot.events.exceptions.clone(),
+        catches_counted: snapshot.events.catches_counted,
+        gc: snapshot.events.gc.clone(),
         allocations: snapshot.allocations.clone(),
         nodes: node_events,
         loading: snapshot.loading.clone(),
-        ..snapshot.events.clone()
+        timeline: snapshot.timeline.clone(),
     };
     let profile = Profile { events, run, methods, threads, nodes };
     profile.validate().ok()?;

@@ -29,6 +29,7 @@
 //! | `allocations` | `RuntimeEvents::allocations` ([`crate::model::Allocations`]) | version 2 |
 //! | `node_events` | `RuntimeEvents::nodes` ([`crate::model::NodeEvents`] per node) | version 2 |
 //! | `loading` | `RuntimeEvents::loading` ([`crate::model::Loading`]: JIT, modules) | version 2 |
+//! | `timeline` | `RuntimeEvents::timeline` ([`crate::model::Timeline`]: throws, compilations) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -166,6 +167,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if events.loading != Default::default() {
         list.push(("loading".to_string(), encode(&events.loading)));
     }
+    if events.timeline != Default::default() {
+        list.push(("timeline".to_string(), encode(&events.timeline)));
+    }
     list
 }
 
@@ -183,6 +187,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "allocations" => profile.events.allocations = postcard::from_bytes(bytes)?,
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
             "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
+            "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

@@ -26,5 +26,5 @@ pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_pro
 pub use model::{
     AllocSampling, AllocationCount, Allocations, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
     GcSummary, InvalidProfile, Loading, LostSamples, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo,
-    Runtime, RuntimeEvents, SampleClock, Thread, Timing,
+    Runtime, RuntimeEvents, SampleClock, Thread, Timeline, TimelineEvent, TimelineKind, Timing,
 };

@@ -218,6 +218,41 @@ pub struct RuntimeEvents {
     /// JIT compilation and module loads (the file's `loading` extension).
     #[serde(skip)]
     pub loading: Loading,
+    /// When exceptions were thrown and the JIT compiled, per thread (the file's `timeline`
+    /// extension); collections and module loads carry their own times.
+    #[serde(skip)]
+    pub timeline: Timeline,
+}
+
+/// Timestamped events for a timeline of the run: the first [`Timeline::MAX_EVENTS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub events: Vec<TimelineEvent>,
+    /// Events left out once the timeline was full.
+    pub dropped: u64,
+}
+
+impl Timeline {
+    pub const MAX_EVENTS: usize = 65_536;
+}
+
+/// One event of the timeline, on the OS thread it happened on. Times are nanoseconds from the
+/// agent's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineEvent {
+    pub kind: TimelineKind,
+    pub os_tid: u32,
+    pub start_ns: u64,
+    /// Equal to `start_ns` for an instant (a throw).
+    pub end_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimelineKind {
+    /// The JIT compiled (the outermost of nested compilations).
+    Jit,
+    /// An exception was thrown: its type, an index into [`RuntimeEvents::exceptions`].
+    Exception { type_index: u32 },
 }
 
 /// The start-up story: what the JIT compiled and which modules loaded when.

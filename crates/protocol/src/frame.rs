@@ -140,6 +140,15 @@ mod tests {
                     count: 3,
                 }],
             },
+            timeline: sonde_profile::Timeline {
+                events: vec![sonde_profile::TimelineEvent {
+                    kind: sonde_profile::TimelineKind::Exception { type_index: 0 },
+                    os_tid: 42,
+                    start_ns: 7,
+                    end_ns: 7,
+                }],
+                dropped: 0,
+            },
             loading: sonde_profile::Loading {
                 methods_compiled: 9,
                 jit_ns: 1_000_000,

@@ -8,7 +8,9 @@
 //! repeat some: the receiver keeps one record per id).
 
 use serde::{Deserialize, Serialize};
-use sonde_profile::{Allocations, Loading, LostSamples, Mode, NodeEvents, Runtime, RuntimeEvents, SampleClock, Timing};
+use sonde_profile::{
+    Allocations, Loading, LostSamples, Mode, NodeEvents, Runtime, RuntimeEvents, SampleClock, Timeline, Timing,
+};
 
 /// Bumped on any incompatible change to the messages below.
 pub const PROTOCOL_VERSION: u32 = 7;
@@ -153,4 +155,6 @@ pub struct Snapshot {
     pub allocations: Allocations,
     /// JIT compilations and module loads so far.
     pub loading: Loading,
+    /// The timeline's events so far.
+    pub timeline: Timeline,
 }

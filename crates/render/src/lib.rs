@@ -18,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+mod chrome;
 mod collapsed;
 mod flamegraph;
 pub mod fmt;
@@ -33,6 +34,7 @@ use std::str::FromStr;
 
 use sonde_profile::Profile;
 
+pub use chrome::ChromeRenderer;
 pub use collapsed::{CollapsedRenderer, MAX_COLLAPSED_BYTES};
 pub use flamegraph::{FlamegraphRenderer, MAX_FLAMEGRAPH_STACK_BYTES};
 pub use html::HtmlRenderer;
@@ -64,10 +66,12 @@ pub enum Format {
     Collapsed,
     /// A flame graph as SVG.
     Flamegraph,
+    /// The run's timeline in Chrome's trace event format (Perfetto, chrome://tracing).
+    Chrome,
 }
 
 impl Format {
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Text,
         Format::Json,
         Format::Html,
@@ -75,6 +79,7 @@ impl Format {
         Format::Pprof,
         Format::Collapsed,
         Format::Flamegraph,
+        Format::Chrome,
     ];
 
     pub fn name(self) -> &'static str {
@@ -86,6 +91,7 @@ impl Format {
             Format::Pprof => "pprof",
             Format::Collapsed => "collapsed",
             Format::Flamegraph => "flamegraph",
+            Format::Chrome => "chrome",
         }
     }
 
@@ -103,7 +109,7 @@ impl std::fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown report format {0:?} (expected text, json, html, speedscope, pprof, collapsed or flamegraph)")]
+#[error("unknown report format {0:?} (expected text, json, html, speedscope, pprof, collapsed, flamegraph or chrome)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -124,6 +130,7 @@ pub fn renderer(format: Format) -> Box<dyn Renderer> {
         Format::Pprof => Box::new(PprofRenderer),
         Format::Collapsed => Box::new(CollapsedRenderer),
         Format::Flamegraph => Box::new(FlamegraphRenderer),
+        Format::Chrome => Box::new(ChromeRenderer),
     }
 }
 
@@ -146,7 +153,7 @@ mod tests {
         let err = "svg".parse::<Format>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed or flamegraph)"
+            "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed, flamegraph or chrome)"
         );
     }
 }

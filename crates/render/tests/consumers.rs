@@ -1,6 +1,7 @@
 //! The exports checked by independent consumers, not by our own reading of them: speedscope
 //! JSON against the schema shipped in speedscope's npm package (with ajv), and pprof decoded by
-//! Datadog's `pprof-format` after node's own gunzip. `tests/js/validate-exports.mjs` does the
+//! Datadog's `pprof-format` after node's own gunzip, the Chrome trace by DevTools' own trace
+//! engine (`@paulirish/trace_engine`). `tests/js/validate-exports.mjs` does the
 //! checking; this test writes the files, and next to each the expectations computed here
 //! straight from the profile model (stacks by name, weights, sample types, labels).
 //!
@@ -30,7 +31,12 @@ fn node() -> Command {
         Ok(out) => panic!("`node --version` failed ({}): {SETUP}", out.status),
         Err(e) => panic!("cannot run `node` ({e}): the export tests need Node.js; {SETUP}"),
     }
-    for needed in ["ajv", "pprof-format", "speedscope/dist/release/file-format-schema.json"] {
+    for needed in [
+        "ajv",
+        "pprof-format",
+        "speedscope/dist/release/file-format-schema.json",
+        "@paulirish/trace_engine/models/trace/trace.js",
+    ] {
         let path = js_dir().join("node_modules").join(needed);
         assert!(path.exists(), "{} is missing: {SETUP}", path.display());
     }
@@ -170,4 +176,47 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     assert!(out.status.success(), "validate-exports.mjs failed ({}):\n{stdout}{stderr}", out.status);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 6, "{stdout}");
     print!("{stdout}");
+}
+
+/// The timeline export read by Chrome DevTools' own trace engine: its threads, named by the
+/// metadata, hold the collections (the `GC` track) and each thread's compilations, at the
+/// exported times (microseconds).
+#[test]
+fn the_chrome_trace_satisfies_devtools_trace_engine() {
+    use sonde_profile::{ExceptionCount, GcCollection, GcKind, GcReason, ModuleLoad, TimelineEvent, TimelineKind};
+    let mut profile = profiles::sampling();
+    let events = &mut profile.events;
+    events.exceptions.push(ExceptionCount { type_name: "System.IO.IOException".into(), thrown: 1, caught: 1 });
+    for (generation, start, end) in [(0u8, 1_000_000u64, 1_500_000u64), (2, 9_000_000, 12_000_000)] {
+        events.gc.collections.push(GcCollection {
+            generation,
+            reason: GcReason::Induced,
+            kind: GcKind::Blocking,
+            start_ns: start,
+            end_ns: end,
+            pause_ns: end - start,
+            heap_bytes_after: 1 << 20,
+        });
+    }
+    events.gc.count_by_gen = [1, 0, 1];
+    events.loading.modules.push(ModuleLoad { name: "Acme.dll".into(), path: "/srv/Acme.dll".into(), loaded_ns: 500 });
+    let jit = |os_tid, start_ns, end_ns| TimelineEvent { kind: TimelineKind::Jit, os_tid, start_ns, end_ns };
+    events.timeline.events = vec![
+        jit(777, 100_000, 250_000),
+        jit(790, 2_000_000, 2_000_500),
+        TimelineEvent { kind: TimelineKind::Exception { type_index: 0 }, os_tid: 777, start_ns: 3_000, end_ns: 3_000 },
+    ];
+    let path = out_dir().join("timeline.trace.json");
+    write(&path, Format::Chrome, &profile);
+    let expect = json!({"threads": {
+        "GC": [["GC gen0 (induced, blocking)", 1000, 500], ["GC gen2 (induced, blocking)", 9000, 3000]],
+        "Main": [["JIT", 100, 150]],
+        "<Worker> \"1\"": [["JIT", 2000, 0.5]],
+    }});
+    std::fs::write(format!("{}.expect.json", path.display()), serde_json::to_string_pretty(&expect).unwrap()).unwrap();
+    let out = node().arg(&path).output().expect("running node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "validate-exports.mjs failed ({}):\n{stdout}{stderr}", out.status);
+    assert!(stdout.starts_with("ok ") && stdout.contains("as expected"), "{stdout}");
 }

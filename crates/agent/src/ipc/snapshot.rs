@@ -79,6 +79,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         events: crate::events::snapshot(),
         allocations: crate::events::allocations(),
         loading: crate::events::loading(),
+        timeline: crate::events::timeline(),
     }
 }
 

@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::model::{
     AllocSampling, AllocationCount, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    InvalidProfile, Loading, ModuleLoad, NodeEvents,
+    InvalidProfile, Loading, ModuleLoad, NodeEvents, Timeline, TimelineEvent, TimelineKind,
 };
 use crate::testkit::{Builder, arb_profile};
 
@@ -75,6 +75,13 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         methods_compiled: 1234,
         jit_ns: 56_000_000,
         modules: vec![ModuleLoad { name: "Acme.dll".into(), path: "/srv/acme/Acme.dll".into(), loaded_ns: 42 }],
+    };
+    profile.events.timeline = Timeline {
+        events: vec![
+            TimelineEvent { kind: TimelineKind::Jit, os_tid: 7, start_ns: 10, end_ns: 90 },
+            TimelineEvent { kind: TimelineKind::Exception { type_index: 0 }, os_tid: 7, start_ns: 95, end_ns: 95 },
+        ],
+        dropped: 3,
     };
     let bytes = encode(&profile);
     assert_eq!(&bytes[8..12], &FORMAT_VERSION.to_le_bytes());
