@@ -81,11 +81,13 @@ impl EventKinds {
         EventKinds { alloc: false, gc: false, exceptions: false, contention: false, jit: false };
 
     /// What a recording counts unless told otherwise: the kinds that cost nothing measurable
-    /// (collections, exceptions, contention, JIT and loading). Allocations cost ~2 µs per sample, one per ~100 KB
-    /// allocated: up to several % of an allocation-heavy program's CPU, so they are asked for
-    /// (BENCHMARKS.md, "Runtime events").
+    /// (collections, exceptions, JIT and loading). Allocations cost ~2 µs per sample, one per
+    /// ~100 KB allocated (up to several % of an allocation-heavy program's CPU), and on CoreCLR
+    /// both allocations and contention need the runtime's EventPipe session, which keeps ~50 KB
+    /// per thread that ever ran while it is on (a service that churns threads grows without
+    /// bound): they are asked for (docs/EVENTS.md, BENCHMARKS.md).
     pub const DEFAULT: EventKinds =
-        EventKinds { alloc: false, gc: true, exceptions: true, contention: true, jit: true };
+        EventKinds { alloc: false, gc: true, exceptions: true, contention: false, jit: true };
 
     /// Every kind (`all`).
     pub const ALL: EventKinds = EventKinds { alloc: true, gc: true, exceptions: true, contention: true, jit: true };
@@ -390,7 +392,7 @@ mod tests {
         assert_eq!(EventKinds::parse("").unwrap(), EventKinds::NONE);
         assert_eq!(EventKinds::parse("none").unwrap(), EventKinds::NONE);
         assert_eq!(EventKinds::parse("all").unwrap(), EventKinds::ALL);
-        assert_eq!(EventKinds::DEFAULT.to_list(), "gc,exceptions,contention,jit");
+        assert_eq!(EventKinds::DEFAULT.to_list(), "gc,exceptions,jit");
         let some = EventKinds::parse(" gc , alloc").unwrap();
         assert_eq!(some, EventKinds { alloc: true, gc: true, ..EventKinds::NONE });
         assert_eq!(some.to_list(), "alloc,gc");
