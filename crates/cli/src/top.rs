@@ -371,7 +371,8 @@ impl View {
 }
 
 /// `gc 2.0/s (12 in all) paused 1.5%  heap 24.0 MB  alloc 120.0 MB/s  exceptions 5/s  lock wait
-/// 3.0%  jit 40/s`: the runtime's counters over the last refresh (allocations only when recorded).
+/// 3.0%  jit 40/s`: the runtime's counters over the last refresh (allocations and lock waits only
+/// when recorded).
 fn counters_line(profile: &Profile, c: &Counters) -> String {
     let events = &profile.events;
     let heap = events.gc.collections.iter().rev().find(|g| g.heap_bytes_after > 0).map(|g| g.heap_bytes_after);
@@ -383,12 +384,12 @@ fn counters_line(profile: &Profile, c: &Counters) -> String {
     if events.allocations.sampling != sonde_profile::AllocSampling::Off {
         line.push_str(&format!("  alloc {}/s", bytes(c.alloc_bytes_per_s as u64)));
     }
-    line.push_str(&format!(
-        "  exceptions {:.0}/s  lock wait {:.1}%  jit {:.0}/s",
-        c.thrown_per_s,
-        100.0 * c.wait_share,
-        c.compiled_per_s
-    ));
+    line.push_str(&format!("  exceptions {:.0}/s", c.thrown_per_s));
+    // Contention is recorded only when asked for (`--events`): shown once there was some.
+    if events.nodes.iter().any(|e| e.wait_ns > 0) {
+        line.push_str(&format!("  lock wait {:.1}%", 100.0 * c.wait_share));
+    }
+    line.push_str(&format!("  jit {:.0}/s", c.compiled_per_s));
     line
 }
 
