@@ -80,10 +80,14 @@ def modes(tools, work):
             "DOTNET_EventPipeConfig": "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:4c14fccbd:5",
         }
     )
+    no_events = ([*sonde(1000)[0][:-1], "--events", "none", "--"], base)
     return {
         "baseline": ([], base),
         "sonde-100": sonde(100),
         "sonde-1000": sonde(1000),
+        # The runtime events' share: the same sampling without them (the default records
+        # collections, exceptions, JIT and module loads).
+        "sonde-1000-noevents": no_events,
         "eventpipe-1000": ([], eventpipe),
     }, dotnet
 
