@@ -22,7 +22,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use sonde_client::{Options, Recording};
 use sonde_profile::{Analysis, Mode, Profile, SampleClock};
-use sonde_render::fmt::{Clean, count, duration};
+use sonde_render::fmt::{Clean, bytes, count, duration};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -375,7 +375,7 @@ impl View {
 /// when recorded).
 fn counters_line(profile: &Profile, c: &Counters) -> String {
     let events = &profile.events;
-    let heap = events.gc.collections.iter().rev().find(|g| g.heap_bytes_after > 0).map(|g| g.heap_bytes_after);
+    let heap = events.gc.last_heap_bytes();
     let mut line =
         format!("gc {:.1}/s ({} in all) paused {:.1}%", c.gc_per_s, count(events.gc.count()), 100.0 * c.gc_pause_share);
     if let Some(heap) = heap {
@@ -391,18 +391,6 @@ fn counters_line(profile: &Profile, c: &Counters) -> String {
     }
     line.push_str(&format!("  jit {:.0}/s", c.compiled_per_s));
     line
-}
-
-/// `512 B`, `1.5 MB` (powers of 1024).
-fn bytes(n: u64) -> String {
-    let mut value = n as f64;
-    for unit in ["B", "KB", "MB", "GB"] {
-        if value < 1024.0 {
-            return if unit == "B" { format!("{n} B") } else { format!("{value:.1} {unit}") };
-        }
-        value /= 1024.0;
-    }
-    format!("{value:.1} TB")
 }
 
 /// Samples (sampling) or calls (tracing) in the whole profile.

@@ -395,6 +395,11 @@ impl GcSummary {
     pub fn count(&self) -> u64 {
         self.count_by_gen.iter().sum()
     }
+
+    /// The heap after the latest collection that measured it (Mono's do not).
+    pub fn last_heap_bytes(&self) -> Option<u64> {
+        self.collections.iter().rev().map(|c| c.heap_bytes_after).find(|&b| b > 0)
+    }
 }
 
 /// One garbage collection. Times are nanoseconds from the agent's start, like `wall_ns`.

@@ -37,6 +37,21 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A size in bytes: `512 B`, `1.5 MB` (powers of 1024, one decimal).
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// `part` as a percentage of `whole` with one decimal, or `-` when there is no whole.
 pub fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {

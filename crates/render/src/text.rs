@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Write};
 use sonde_profile::{Analysis, MethodStats, Mode, Profile, Timing, hot_path};
 
 use crate::Renderer;
-use crate::fmt::{Clean, command_line, count, duration, percent};
+use crate::fmt::{Clean, bytes, command_line, count, duration, percent};
 
 /// How many methods the hot-methods table lists.
 const HOT_METHODS: usize = 30;
@@ -219,8 +219,8 @@ fn runtime_events(out: &mut impl Write, view: &View) -> io::Result<()> {
             duration(gc.pause_ns_max),
             percent(gc.pause_ns_total, view.profile.run.wall_ns),
         )?;
-        if let Some(last) = gc.collections.iter().rev().find(|c| c.heap_bytes_after > 0) {
-            writeln!(out, "  heap after the last one measured: {}", bytes(last.heap_bytes_after))?;
+        if let Some(heap) = gc.last_heap_bytes() {
+            writeln!(out, "  heap after the last one measured: {}", bytes(heap))?;
         }
     }
     if !events.exceptions.is_empty() {
@@ -293,16 +293,8 @@ fn allocations(out: &mut impl Write, view: &View) -> io::Result<()> {
             Clean(&a.type_name)
         )?;
     }
-    let mut methods: Vec<(u32, &MethodStats)> = view
-        .analysis
-        .methods()
-        .iter()
-        .enumerate()
-        .map(|(id, m)| (id as u32, m))
-        .filter(|(_, m)| m.alloc_bytes > 0)
-        .collect();
+    let methods = ranked_by(view, |m| m.alloc_bytes);
     if !methods.is_empty() {
-        methods.sort_by_key(|(id, m)| (std::cmp::Reverse(m.alloc_bytes), *id));
         writeln!(out, "{:>12}  {:>7}  {:>12}  allocating method (innermost frame)", "bytes", "%", "objects")?;
         for (id, m) in methods.iter().take(EVENT_ROWS) {
             writeln!(
@@ -318,21 +310,27 @@ fn allocations(out: &mut impl Write, view: &View) -> io::Result<()> {
     Ok(())
 }
 
-/// Time spent waiting for contended locks, by the method that waited (innermost frame).
-fn contention(out: &mut impl Write, view: &View) -> io::Result<()> {
+/// The methods (id, statistics) whose `figure` is not 0, largest first (ties by id).
+fn ranked_by<'a>(view: &View<'a>, figure: impl Fn(&MethodStats) -> u64) -> Vec<(u32, &'a MethodStats)> {
     let mut methods: Vec<(u32, &MethodStats)> = view
         .analysis
         .methods()
         .iter()
         .enumerate()
         .map(|(id, m)| (id as u32, m))
-        .filter(|(_, m)| m.wait_ns > 0)
+        .filter(|(_, m)| figure(m) > 0)
         .collect();
+    methods.sort_by_key(|&(id, m)| (std::cmp::Reverse(figure(m)), id));
+    methods
+}
+
+/// Time spent waiting for contended locks, by the method that waited (innermost frame).
+fn contention(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let methods = ranked_by(view, |m| m.wait_ns);
     if methods.is_empty() {
         return Ok(());
     }
     let total: u64 = methods.iter().map(|(_, m)| m.wait_ns).sum();
-    methods.sort_by_key(|(id, m)| (std::cmp::Reverse(m.wait_ns), *id));
     writeln!(out)?;
     writeln!(out, "Lock contention: {} waited", duration(total))?;
     writeln!(out, "{:>12}  {:>7}  waiting method (innermost frame)", "waited", "%")?;
@@ -340,21 +338,6 @@ fn contention(out: &mut impl Write, view: &View) -> io::Result<()> {
         writeln!(out, "{:>12}  {:>7}  {}", duration(m.wait_ns), percent(m.wait_ns, total), view.name(*id))?;
     }
     Ok(())
-}
-
-/// `512 B`, `1.5 MB` (powers of 1024, one decimal).
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
 }
 
 fn hot_path_section(out: &mut impl Write, view: &View) -> io::Result<()> {
