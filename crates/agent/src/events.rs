@@ -19,8 +19,8 @@
 
 use crate::tree::{clock, threads};
 use sonde_profile::{
-    AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading,
-    Mode, ModuleLoad, NodeEvents, RuntimeEvents, Timeline, TimelineEvent, TimelineKind,
+    AllocSampling, AllocationCount, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading, Mode,
+    ModuleLoad, NodeEvents, RuntimeEvents, Timeline, TimelineEvent, TimelineKind,
 };
 use sonde_protocol::config::EventKinds;
 use std::collections::HashMap;
@@ -124,11 +124,6 @@ fn mark(s: &mut State, event: TimelineEvent) {
     }
 }
 
-/// The timeline so far, for a snapshot.
-pub fn timeline() -> Timeline {
-    with(|s| s.events.timeline.clone())
-}
-
 /// A catch handler is about to run for an exception of type `key`.
 pub fn exception_caught(key: usize, name: impl FnOnce() -> Option<String>) {
     if !kinds().exceptions {
@@ -224,19 +219,10 @@ pub fn gc_finished(heap_bytes: u64) {
     });
 }
 
-/// The events so far, for a snapshot (allocations apart: [`allocations`]).
+/// The events so far, all of them at one instant, for a snapshot (the per-node ones are the
+/// threads': `ThreadState::events`).
 pub fn snapshot() -> RuntimeEvents {
-    with(|s| RuntimeEvents {
-        exceptions: s.events.exceptions.clone(),
-        catches_counted: s.events.catches_counted,
-        gc: s.events.gc.clone(),
-        ..RuntimeEvents::default()
-    })
-}
-
-/// The JIT compilations and module loads so far, for a snapshot.
-pub fn loading() -> Loading {
-    with(|s| s.events.loading.clone())
+    with(|s| s.events.clone())
 }
 
 thread_local! {
@@ -300,11 +286,6 @@ pub fn module_loaded(name: String, path: String) {
         }
         modules.push(ModuleLoad { name, path, loaded_ns });
     });
-}
-
-/// The allocations by type so far, for a snapshot.
-pub fn allocations() -> Allocations {
-    with(|s| s.events.allocations.clone())
 }
 
 /// How the backend counts allocations (set once, at start-up, when it records them).

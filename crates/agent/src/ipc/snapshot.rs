@@ -52,6 +52,13 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
     } else {
         (0, Vec::new())
     };
+    // One look at the events; the protocol carries the later kinds beside `events`.
+    let mut events = crate::events::snapshot();
+    let (allocations, loading, timeline) = (
+        std::mem::take(&mut events.allocations),
+        std::mem::take(&mut events.loading),
+        std::mem::take(&mut events.timeline),
+    );
     let mut lost = 0;
     let threads = threads
         .iter()
@@ -76,10 +83,10 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         superseded: ctx.superseded,
         fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
         stacks_walked: crate::session::stacks_walked(),
-        events: crate::events::snapshot(),
-        allocations: crate::events::allocations(),
-        loading: crate::events::loading(),
-        timeline: crate::events::timeline(),
+        events,
+        allocations,
+        loading,
+        timeline,
     }
 }
 
