@@ -23,33 +23,17 @@ the cost of the work.
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def compile_app(out_dir):
-    exe = os.path.join(out_dir, "Alloc.exe")
-    subprocess.run([os.environ["SONDE_MCS"], "-nologo", "-optimize+", f"-out:{exe}",
-                    os.path.join(ROOT, "tests/apps/Alloc.cs")], check=True)
-    with open(os.path.join(out_dir, "Alloc.runtimeconfig.json"), "w") as f:
-        f.write('{"runtimeOptions":{"framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}\n')
-    return exe
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import ROOT, compile_app, cpu_of  # noqa: E402
 
 
 def run(cmd, env=None):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=None if env is None else {**os.environ, **env})
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu, wall, _ = cpu_of(cmd, {**os.environ, **(env or {})})
     return wall, cpu
 
 
@@ -60,9 +44,9 @@ def main():
     p.add_argument("--size", type=int, default=4, help="allocation rounds of the program")
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="sonde-bench-alloc-")
-    exe = compile_app(work)
+    exe = str(compile_app(os.environ["SONDE_MCS"], "Alloc", Path(work)))
     runtime = os.environ["SONDE_MONO"] if a.mono else os.environ["SONDE_DOTNET"]
-    sonde = os.path.join(ROOT, "target/release/sonde")
+    sonde = str(ROOT / "target/release/sonde")
     out = os.path.join(work, "p.sonde")
 
     def variants(size):

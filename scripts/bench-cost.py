@@ -33,34 +33,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import ROOT, SONDE, compile_app, env_file  # noqa: E402
+from bench import ROOT, SONDE, compile_app, cpu_of, env_file  # noqa: E402
 
 MONO_LIB = Path("/usr/lib/mono/4.5")
 MCS_FILES = ["Demo", "Calls", "Harm", "Busy", "Leaves"]
-
-
-def run(cmd, env):
-    """(CPU seconds of the whole tree, wall seconds, stdout)."""
-    import time
-
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.communicate()
-    wall = time.monotonic() - start
-    # communicate() reaped it: the rusage of this child is in RUSAGE_CHILDREN's growth.
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err[-2000:]}")
-    return wall, out
-
-
-def cpu_of(cmd, env):
-    import resource
-
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall, out = run(cmd, env)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, out
 
 
 def modes(tools, work):

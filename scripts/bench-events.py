@@ -15,32 +15,17 @@ controller), and each as a ratio to no profiler. This build also runs with `--ev
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def compile_app(out_dir):
-    exe = os.path.join(out_dir, "Events.exe")
-    subprocess.run([os.environ["SONDE_MCS"], "-nologo", "-optimize+", f"-out:{exe}",
-                    os.path.join(ROOT, "tests/apps/Events.cs")], check=True)
-    with open(os.path.join(out_dir, "Events.runtimeconfig.json"), "w") as f:
-        f.write('{"runtimeOptions":{"framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}\n')
-    return exe
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import ROOT, compile_app, cpu_of  # noqa: E402
 
 
 def run(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu, wall, _ = cpu_of(cmd, dict(os.environ))
     return wall, cpu
 
 
@@ -52,11 +37,11 @@ def main():
     p.add_argument("--n", type=int, default=20000)
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="sonde-bench-events-")
-    exe = compile_app(work)
+    exe = str(compile_app(os.environ["SONDE_MCS"], "Events", Path(work)))
     runtime = os.environ["SONDE_MONO"] if a.mono else os.environ["SONDE_DOTNET"]
     program = [runtime, exe, str(a.n)]
     out = os.path.join(work, "p.sonde")
-    now = os.path.join(ROOT, "target/release/sonde")
+    now = str(ROOT / "target/release/sonde")
     variants = {"no profiler": program}
     if a.before:
         variants["before (no events)"] = [a.before, "record", "-q", "-o", out, "--force", "--", *program]

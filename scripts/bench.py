@@ -71,6 +71,24 @@ def compile_app(mcs, name, out):
     return exe
 
 
+def cpu_of(cmd, env):
+    """(CPU seconds of the whole process tree, wall seconds, stdout) of `cmd`, which must exit 0:
+    the user + system time it and its descendants used, from RUSAGE_CHILDREN's growth (the
+    child is reaped before it is read)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate()
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, out
+
+
 def descendants(pid):
     """PIDs of all processes below `pid` (from /proc)."""
     children = {}
