@@ -189,8 +189,13 @@ fn allocations_match_the_program(rt: Runtime) {
             let (bytes, count) = of_type(type_name);
             // The type's total may include a little from elsewhere (the runtime's own start-up).
             assert!(within(bytes, truth, 0.1), "{what}: {type_name} {bytes} bytes, {method} allocated {truth}");
-            assert!(within(count, objects, 0.1), "{what}: {type_name} {count} objects of {objects}");
+            // The type's count may include the runtime's own start-up objects, and on CoreCLR
+            // one start-up tick that crosses on a small string stands for thousands of them: the
+            // type's count is a lower bound, the count under the method is the estimate.
+            assert!(count as f64 >= 0.9 * objects as f64, "{what}: {type_name} {count} objects of {objects}");
             let name = format!("Acme.Alloc.{method}");
+            let counted = sum_under(&report, &name, "alloc_count");
+            assert!(within(counted, objects, 0.1), "{what}: {counted} objects under {name}, of {objects}");
             let under = u64_of(method_named(&report, &name), "total_alloc_bytes");
             assert!(within(under, truth, 0.1), "{what}: {name} allocated {under} bytes of {truth}");
             assert_eq!(under, sum_under(&report, &name, "alloc_bytes"), "{what}: {name}");

@@ -370,10 +370,12 @@ fn apply(session: &mut Session, mut snapshot: Snapshot) {
     for method in std::mem::take(&mut snapshot.new_methods) {
         session.methods.insert(method.id, method);
     }
+    // The agent's last word stands even if it arrived behind a newer snapshot (which then holds
+    // everything the last one does: snapshots are cumulative).
+    session.complete |= snapshot.last;
     if session.latest.as_ref().is_some_and(|l| l.seq > snapshot.seq) {
         return;
     }
-    session.complete |= snapshot.last;
     session.latest = Some(snapshot);
 }
 
@@ -443,5 +445,28 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, changes: &Changes, verbos
             Err(FrameError::Io(_)) => return Ok(()),
             Err(e) => return Err(format!("bad message from agent: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(seq: u64, last: bool, lost: u64) -> Snapshot {
+        Snapshot { seq, last, lost, ..Snapshot::default() }
+    }
+
+    #[test]
+    fn the_newest_snapshot_is_kept_and_the_last_one_completes_in_any_order() {
+        let mut session = Session::default();
+        apply(&mut session, snapshot(2, false, 20));
+        apply(&mut session, snapshot(1, false, 10));
+        assert_eq!(session.latest.as_ref().map(|s| s.lost), Some(20));
+        assert!(!session.complete);
+        apply(&mut session, snapshot(1, true, 10));
+        assert!(session.complete);
+        assert_eq!(session.latest.as_ref().map(|s| s.lost), Some(20));
+        apply(&mut session, snapshot(3, true, 30));
+        assert_eq!(session.latest.as_ref().map(|s| s.lost), Some(30));
     }
 }

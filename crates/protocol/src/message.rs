@@ -121,7 +121,7 @@ pub struct HookCost {
     pub outer_ns: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
     pub seq: u64,
     /// The runtime is shutting down; no snapshot follows.

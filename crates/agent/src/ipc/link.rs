@@ -251,7 +251,6 @@ impl Link {
                 return false;
             }
         };
-        drop(build);
         let bytes = Arc::new(bytes);
         let mut outbox = self.outbox();
         if outbox.closed || (outbox.last_queued && !last) {
@@ -261,6 +260,11 @@ impl Link {
         if outbox.snapshot.replace(Outgoing { seq, methods_total, last, bytes: bytes.clone() }).is_some() {
             outbox.superseded += 1;
         }
+        // Only now may the next snapshot be built: snapshots reach the outbox in the order of
+        // their numbers. Released earlier, a periodic snapshot built while this (last) one waited
+        // for the outbox could overtake it, and the controller, which keeps the newest number,
+        // would drop the last one and take the run for unfinished.
+        drop(build);
         self.changed.notify_all();
         let delivered = self.wait(outbox, patience, |o| o.written_seq >= seq);
         if !delivered && patience.spills() {
