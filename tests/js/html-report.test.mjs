@@ -6,6 +6,8 @@
 //   SONDE_HTML_NASTY     the report whose names try to inject markup (see NASTY below)
 //   SONDE_HTML_SAMPLING  optional: a sampling-mode report
 //   SONDE_HTML_EDGE      optional: reports that must merely load cleanly (empty, absurd figures)
+//   SONDE_HTML_EVENTS    reports of recordings with the runtime's events: Alloc.exe's `alloc`
+//                        (file name alloc.html) and `contend` (contend.html)
 //   SONDE_TEST_ARTIFACTS where screenshots go (default: target/test-artifacts)
 //
 // By hand: `node --test tests/js/html-report.test.mjs` with those variables set.
@@ -30,6 +32,8 @@ const TIMEOUT = 90_000;
 const NASTY = {
   methods: ['Acme.Program.<Main>b__0_0', '"><img src=x onerror=alert(1)>', '<script>alert(2)</script>'],
   thread: '<svg onload=alert(4)>',
+  type: '<img src=q onerror=alert(9)>[]',
+  exception: 'Acme.<script>alert(10)</script>Exception',
 };
 
 function reports(variable, required) {
@@ -155,7 +159,8 @@ async function exerciseReport(file, { screenshot } = {}) {
   }
   const hasCalls = await page.$eval('#hot', (t) => !t.classList.contains('no-calls'));
 
-  // The flame graph is drawn, with frames beyond the base one.
+  // The flame graph is drawn, with frames beyond the base one (and in sight, for the pointer).
+  await page.$eval('#flame-card', (e) => e.scrollIntoView({ block: 'start' }));
   assert.ok((await inkedPixels(page)) > 2000, 'the flame graph canvas is blank');
   const frames = Number(await page.$eval('#flame', (c) => c.dataset.frames));
   assert.ok(frames > 2, `the flame graph drew ${frames} frames`);
@@ -300,6 +305,101 @@ test('a sampling profile renders and responds', { timeout: TIMEOUT }, async (t) 
   for (const file of files) await exerciseReport(file, { screenshot: 'html-report-sampling.png' });
 });
 
+/** The timeline's shown range, [t0, t1] in ns. */
+async function timelineRange(page) {
+  const range = await page.$eval('#timeline', (c) => c.dataset.range);
+  return range.split('-').map(Number);
+}
+
+/** Moves the pointer along row `row` of the timeline until the tooltip shows; its text, or null. */
+async function timelineTipOnRow(page, row) {
+  const box = await page.$eval('#timeline', (c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.x, y: r.y, width: r.width };
+  });
+  const y = box.y + 24 + row * 22 + 11;
+  for (let x = box.x + 172; x < box.x + box.width - 8; x += 3) {
+    await page.mouse.move(x, y);
+    if (await page.$eval('#tooltip', (t) => !t.hidden)) return page.$eval('#tooltip', (t) => t.textContent);
+  }
+  return null;
+}
+
+async function exerciseTimeline(page) {
+  await page.click('#tab-timeline');
+  assert.equal(await page.$eval('#tree-views', (e) => e.hidden), true, 'the tree views stayed on the Timeline tab');
+  assert.ok(Number(await page.$eval('#timeline', (c) => c.dataset.drawn)) > 0, 'the timeline drew nothing');
+  const [t0, t1] = await timelineRange(page);
+  assert.equal(t0, 0);
+  // The wheel zooms in around the pointer, a drag pans, Reset shows the whole run again.
+  const box = await page.$eval('#timeline', (c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.x, y: r.y, width: r.width, height: r.height };
+  });
+  const mid = { x: box.x + 170 + (box.width - 178) / 2, y: box.y + box.height / 2 };
+  await page.mouse.move(mid.x, mid.y);
+  await page.mouse.wheel(0, -300);
+  await page.waitForFunction((full) => document.getElementById('timeline').dataset.range !== full, `${t0}-${t1}`);
+  const [z0, z1] = await timelineRange(page);
+  assert.ok(z1 - z0 < t1 - t0 && z0 > 0 && z1 < t1, `the wheel did not zoom in around the middle: ${z0}-${z1} of ${t0}-${t1}`);
+  assert.equal(await page.$eval('#tl-reset', (b) => b.disabled), false);
+  await page.mouse.move(mid.x, mid.y);
+  await page.mouse.down();
+  await page.mouse.move(mid.x + 120, mid.y, { steps: 4 });
+  await page.mouse.up();
+  const [p0, p1] = await timelineRange(page);
+  assert.ok(p0 < z0 && Math.abs(p1 - p0 - (z1 - z0)) <= 1, `dragging right did not pan back in time: ${p0}-${p1} from ${z0}-${z1}`);
+  await page.click('#tl-reset');
+  assert.deepEqual(await timelineRange(page), [t0, t1], 'Reset zoom did not show the whole run');
+  await page.click('#tl-in');
+  const [i0, i1] = await timelineRange(page);
+  assert.ok(Math.abs(i1 - i0 - (t1 - t0) / 2) <= 1, 'Zoom in did not halve the span');
+  await page.click('#tl-out');
+  assert.deepEqual(await timelineRange(page), [t0, t1], 'Zoom out did not undo Zoom in');
+  assert.equal(await page.$eval('#tl-reset', (b) => b.disabled), true, 'Reset zoom is enabled on the whole run');
+}
+
+test("the runtime's events: Memory, Lock waits and Timeline", { timeout: TIMEOUT * 2 }, async () => {
+  for (const file of reports('SONDE_HTML_EVENTS', true)) {
+    const { page, trouble } = await open(file);
+    const alloc = path.basename(file) === 'alloc.html';
+    const tabs = Object.fromEntries(await page.$$eval('#tabs button', (b) => b.map((x) => [x.dataset.tab, !x.disabled])));
+    assert.deepEqual(tabs, { cpu: true, alloc: alloc || tabs.alloc, wait: !alloc, timeline: true }, `${file}: tabs`);
+    const cpuTop = await page.$eval('#hot tbody tr .mname', (b) => b.textContent);
+    if (alloc) {
+      await page.click('#tab-alloc');
+      assert.equal(await page.$eval('#alloc-card', (e) => e.hidden), false, 'no allocation table on the Memory tab');
+      const types = await page.$$eval('#alloc-types tbody tr td:first-child', (c) => c.map((x) => x.textContent));
+      assert.equal(types[0], 'System.Byte[]', `types by bytes: ${types}`);
+      for (const t of ['System.String', 'Acme.Small']) assert.ok(types.includes(t), `no ${t}: ${types}`);
+      assert.match(await page.$eval('#alloc-info', (e) => e.textContent), /estimated from [\d,]+ samples/);
+      // Allocate{Bytes,Strings,Small} allocate 200, 50 and 24 MB: the tree is weighed by bytes.
+      const names = await page.$$eval('#hot tbody .mname', (b) => b.map((x) => x.textContent));
+      assert.equal(names[0], 'Acme.Alloc.AllocateBytes', `methods by bytes: ${names}`);
+      assert.match(await page.$eval('#view-info', (e) => e.textContent), /MB$/);
+      assert.match(await page.$eval('#hot-unit', (e) => e.textContent), /bytes/);
+      assert.ok((await inkedPixels(page)) > 2000, 'the allocation flame graph is blank');
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'html-report-memory.png'), fullPage: true });
+    } else {
+      await page.click('#tab-wait');
+      assert.equal(await page.$eval('#alloc-card', (e) => e.hidden), true);
+      const names = await page.$$eval('#hot tbody .mname', (b) => b.map((x) => x.textContent));
+      assert.ok(names.slice(0, 3).includes('Acme.Alloc.WaitForLock'), `methods by lock wait: ${names}`);
+      assert.ok((await inkedPixels(page)) > 500, 'the lock-wait flame graph is blank');
+    }
+    await exerciseTimeline(page);
+    // Alloc.exe collects; its collections are on the first row, each with its figures.
+    if (alloc) assert.match((await timelineTipOnRow(page, 0)) || '', /GC gen\d.*Pause/s, 'no collection under the pointer');
+    await page.screenshot({ path: path.join(ARTIFACTS, alloc ? 'html-report-timeline.png' : 'html-report-timeline-contend.png'), fullPage: true });
+    await page.click('#tab-cpu');
+    assert.equal(await page.$eval('#hot tbody tr .mname', (b) => b.textContent), cpuTop, 'back on CPU, the table changed');
+    assert.equal(await page.$eval('#alloc-card', (e) => e.hidden), true);
+    await assertClean(page, trouble);
+    await page.close();
+  }
+});
+
 test('hostile names are shown as text and run nothing', { timeout: TIMEOUT }, async () => {
   const [file] = reports('SONDE_HTML_NASTY', true);
   const { page, trouble } = await open(file);
@@ -332,6 +432,15 @@ test('hostile names are shown as text and run nothing', { timeout: TIMEOUT }, as
   await page.fill('#search', '<script>');
   await page.press('#search', 'Enter');
   await page.waitForSelector('#match-info:not([hidden])');
+
+  // The events' names: an allocated type, an exception type, a module.
+  await page.click('#tab-alloc');
+  assert.deepEqual(await page.$$eval('#alloc-types tbody td:first-child', (c) => c.map((x) => x.textContent)), [NASTY.type]);
+  await page.click('#tab-wait');
+  await page.click('#tab-timeline');
+  assert.deepEqual(await page.$$eval('#exception-table tbody td:first-child', (c) => c.map((x) => x.textContent)), [NASTY.exception]);
+  assert.match((await timelineTipOnRow(page, 3)) || '', /alert\(10\)/, 'no throw under the pointer on the fourth row');
+  await page.click('#tab-cpu');
 
   const dom = await page.evaluate(() => ({
     images: document.querySelectorAll('img, svg, iframe, object, embed').length,
@@ -372,6 +481,14 @@ test('edge cases load cleanly', { timeout: TIMEOUT }, async (t) => {
     }
     await page.click('#tree-collapse');
     await page.click('#tree-hot');
+    // Every tab there is something for, and the timeline's controls.
+    for (const tab of await page.$$eval('#tabs button:not([disabled])', (b) => b.map((x) => x.dataset.tab))) {
+      await page.click('#tab-' + tab);
+      if (tab === 'timeline') {
+        await page.click('#tl-in');
+        await page.click('#tl-out');
+      }
+    }
     await assertClean(page, trouble);
     await page.close();
   }

@@ -9,7 +9,9 @@
 // with a view for all threads merged (thread -1) and one per thread, each holding its whole,
 // its calls, per-method [calls, self, total], every method's callers and callees as
 // [method, calls, total] (-1 for a thread's top level), and, for one thread's view, its hot
-// path as node ids of the profile.
+// path as node ids of the profile; and `measures`, the tree weighed by bytes allocated (`alloc`)
+// and by lock wait (`wait`) where the profile has them: per-node self and total, per-method
+// self and total of all threads merged.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -53,10 +55,23 @@ const out = files.map((file) => {
     }
     return { thread: t, viewThread: v.thread, whole: v.whole, calls: v.allCalls, methods, callers, callees, hotPath };
   });
+  // The Memory and Lock-wait tabs: the tree weighed by bytes allocated and by lock wait, all
+  // threads merged: per-node self and total, per-method self and total.
+  const measures = {};
+  for (const measure of ['alloc', 'wait']) {
+    if (!profile.hasMeasure(measure)) continue;
+    profile.setMeasure(measure);
+    const v = profile.view(-1);
+    const methods = [];
+    for (let m = 0; m < profile.methodCount; m++) methods.push([v.stats.self[m], v.stats.total[m]]);
+    measures[measure] = { unit: profile.unit, nodes: { self: Array.from(profile.nodes.self), total: Array.from(profile.nodes.total) }, whole: v.whole, methods };
+  }
+  profile.setMeasure('cpu');
   return {
     weight: profile.bySamples ? 'samples' : 'ns',
     nodes: { self: Array.from(nodes.self), total: Array.from(nodes.total), calls: Array.from(nodes.calls) },
     views,
+    measures,
   };
 });
 console.log(JSON.stringify(out));

@@ -14,7 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sonde_profile::{Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_profile::{
+    AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading,
+    Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timeline,
+    TimelineEvent, TimelineKind, Timing,
+};
 use support::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -84,7 +88,7 @@ fn nasty_profile() -> Profile {
     }
     let wall_ns = 2_000_000;
     Profile {
-        events: Default::default(),
+        events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,
             timing: Some(Timing::Exact),
@@ -120,6 +124,74 @@ fn nasty_profile() -> Profile {
     }
 }
 
+/// The names `tests/js/html-report.test.mjs` expects on the Memory and Timeline tabs (its
+/// `NASTY.types`, `NASTY.exception`): a type, an exception type and a module that try to become
+/// markup.
+const NASTY_TYPE: &str = "<img src=q onerror=alert(9)>[]";
+const NASTY_EXCEPTION: &str = "Acme.<script>alert(10)</script>Exception";
+const NASTY_MODULE: &str = "<iframe src=javascript:alert(11)>.dll";
+
+/// Allocations, a lock wait, an exception, a collection, a module load and a JIT span, named to
+/// inject markup.
+fn nasty_events() -> RuntimeEvents {
+    RuntimeEvents {
+        exceptions: vec![ExceptionCount { type_name: NASTY_EXCEPTION.into(), thrown: 2, caught: 1 }],
+        catches_counted: true,
+        gc: GcSummary {
+            count_by_gen: [1, 0, 0],
+            pause_ns_total: 30_000,
+            pause_ns_max: 30_000,
+            collections: vec![GcCollection {
+                generation: 0,
+                reason: GcReason::Induced,
+                kind: GcKind::Blocking,
+                start_ns: 500_000,
+                end_ns: 600_000,
+                pause_ns: 30_000,
+                heap_bytes_after: 1 << 20,
+            }],
+        },
+        allocations: Allocations {
+            sampling: AllocSampling::Sampled,
+            sample_bytes: 102_400,
+            samples: 3,
+            by_type: vec![AllocationCount { type_name: NASTY_TYPE.into(), bytes: 307_200, count: 30 }],
+        },
+        nodes: vec![
+            NodeEvents { node: 2, alloc_bytes: 307_200, alloc_count: 30, wait_ns: 0, exceptions_thrown: 2 },
+            NodeEvents { node: 3, wait_ns: 40_000, ..Default::default() },
+        ],
+        loading: Loading {
+            methods_compiled: 1,
+            jit_ns: 100_000,
+            modules: vec![ModuleLoad {
+                name: NASTY_MODULE.into(),
+                path: format!("/tmp/{NASTY_MODULE}"),
+                loaded_ns: 100_000,
+            }],
+        },
+        timeline: Timeline {
+            events: vec![
+                TimelineEvent { kind: TimelineKind::Jit, os_tid: 4242, start_ns: 200_000, end_ns: 300_000 },
+                TimelineEvent {
+                    kind: TimelineKind::Exception { type_index: 0 },
+                    os_tid: 4243,
+                    start_ns: 700_000,
+                    end_ns: 700_000,
+                },
+                // A type that is not there: drawn as "?".
+                TimelineEvent {
+                    kind: TimelineKind::Exception { type_index: 7 },
+                    os_tid: 4243,
+                    start_ns: 800_000,
+                    end_ns: 800_000,
+                },
+            ],
+            dropped: 0,
+        },
+    }
+}
+
 /// Pages that must still load cleanly: an empty profile, and one whose figures are all u64::MAX
 /// (sums overflow, JavaScript numbers lose precision).
 fn edge_profiles() -> [(&'static str, Profile); 2] {
@@ -127,9 +199,16 @@ fn edge_profiles() -> [(&'static str, Profile); 2] {
     empty.methods.clear();
     empty.threads.clear();
     empty.nodes.clear();
+    empty.events = RuntimeEvents::default();
     let mut absurd = nasty_profile();
     for n in &mut absurd.nodes {
         (n.calls, n.self_ns, n.total_ns) = (u64::MAX, u64::MAX, u64::MAX);
+    }
+    for e in &mut absurd.events.nodes {
+        (e.alloc_bytes, e.wait_ns) = (u64::MAX, u64::MAX);
+    }
+    for c in &mut absurd.events.gc.collections {
+        (c.start_ns, c.end_ns, c.pause_ns) = (u64::MAX - 1, u64::MAX, u64::MAX);
     }
     absurd.run.wall_ns = u64::MAX;
     [("empty", empty), ("absurd", absurd)]
@@ -177,6 +256,23 @@ fn html_report_in_a_real_browser() {
         &[],
     );
     let sampling = record_checked(&dir.path().join("demo-sampling.sonde"), &["--mode", "sampling"], "Demo", &[]);
+    // The runtime's events: allocations (Memory), a contended lock (Lock waits), collections,
+    // JIT and module loads (Timeline).
+    let events = [
+        record_checked(
+            &dir.path().join("alloc.sonde"),
+            &["--mode", "sampling", "--events", "all"],
+            "Alloc",
+            &["alloc"],
+        ),
+        record_checked(
+            &dir.path().join("contend.sonde"),
+            &["--mode", "tracing", "--events", "all"],
+            "Alloc",
+            &["contend", "5", "20"],
+        ),
+    ];
+    let events = std::env::join_paths(events.iter().map(|f| render_html(f))).expect("joinable paths");
     let nasty = dir.path().join("nasty.sonde");
     sonde_profile::save(&nasty, &nasty_profile()).expect("cannot write the nasty profile");
 
@@ -209,6 +305,7 @@ fn html_report_in_a_real_browser() {
         .env("SONDE_HTML_SAMPLING", &sampling)
         .env("SONDE_HTML_NASTY", &nasty)
         .env("SONDE_HTML_EDGE", &edge)
+        .env("SONDE_HTML_EVENTS", &events)
         .env("SONDE_TEST_ARTIFACTS", &artifacts)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log_out).expect("a log file"))

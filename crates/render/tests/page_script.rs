@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use sonde_profile::{Analysis, Edge, Mode, Profile, hot_path};
+use sonde_profile::{Analysis, Edge, Mode, NodeEvents, Profile, hot_path, node_alloc_totals};
 use sonde_render::{Format, renderer};
 
 const SETUP: &str = "run scripts/setup.sh (it installs Node.js and the npm packages of tests/js)";
@@ -54,7 +54,7 @@ fn run(mut command: Command, what: &str) -> String {
 #[test]
 fn page_script_files_pass_eslint_with_their_declared_globals() {
     let stdout = run(node("lint-page-script.mjs", &["eslint"]), "ESLint on crates/render/src/html/*.js");
-    assert!(stdout.starts_with("ok: 6 page-script files"), "{stdout}");
+    assert!(stdout.starts_with("ok: 7 page-script files"), "{stdout}");
     print!("{stdout}");
 }
 
@@ -111,10 +111,63 @@ fn only_thread(profile: &Profile, thread: u32) -> (Profile, Vec<u32>) {
     (Profile { nodes, ..profile.clone() }, ids)
 }
 
+/// `profile` with allocations and lock waits on some nodes, in and under recursion, and one node
+/// with neither.
+fn with_events(mut profile: Profile) -> Profile {
+    let at = |node: u32, alloc_bytes: u64, wait_ns: u64| NodeEvents {
+        node,
+        alloc_bytes,
+        alloc_count: alloc_bytes / 24,
+        wait_ns,
+        exceptions_thrown: 0,
+    };
+    profile.events.nodes =
+        vec![at(0, 1_000, 0), at(2, 24_000, 50), at(3, 0, 7_000), at(4, 480, 0), at(9, 96, 0), at(13, 2_400, 300)];
+    profile.events.allocations.sampling = sonde_profile::AllocSampling::Sampled;
+    profile
+}
+
+/// The Memory and Lock-wait tabs' figures (`measures`) against the JSON report: each node's own
+/// bytes and wait, its bytes with everything under it (`node_alloc_totals`), and each method's
+/// `alloc_bytes`, `total_alloc_bytes` and `wait_ns`.
+fn check_measures(name: &str, profile: &Profile, json: &Value, measures: &Value) {
+    let has = |f: fn(&NodeEvents) -> u64| profile.events.nodes.iter().any(|e| f(e) > 0);
+    assert_eq!(measures.get("alloc").is_some(), has(|e| e.alloc_bytes), "{name}: the Memory tab");
+    assert_eq!(measures.get("wait").is_some(), has(|e| e.wait_ns), "{name}: the Lock-wait tab");
+    if let Some(alloc) = measures.get("alloc") {
+        assert_eq!(alloc["unit"], "bytes");
+        let nodes = json["nodes"].as_array().unwrap();
+        let own: Vec<u64> = nodes.iter().map(|n| n["alloc_bytes"].as_u64().unwrap()).collect();
+        assert_eq!(numbers(&alloc["nodes"]["self"]), own, "{name}: bytes per node");
+        assert_eq!(numbers(&alloc["nodes"]["total"]), node_alloc_totals(profile), "{name}: bytes under each node");
+        let expected: Vec<Vec<u64>> = json["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| vec![m["alloc_bytes"].as_u64().unwrap(), m["total_alloc_bytes"].as_u64().unwrap()])
+            .collect();
+        let actual: Vec<Vec<u64>> = alloc["methods"].as_array().unwrap().iter().map(numbers).collect();
+        assert_eq!(actual, expected, "{name}: per-method bytes, own and total");
+    }
+    if let Some(wait) = measures.get("wait") {
+        assert_eq!(wait["unit"], "ns");
+        let own: Vec<u64> =
+            json["methods"].as_array().unwrap().iter().map(|m| m["wait_ns"].as_u64().unwrap()).collect();
+        let actual: Vec<u64> = wait["methods"].as_array().unwrap().iter().map(|m| whole_number(&m[0])).collect();
+        assert_eq!(actual, own, "{name}: per-method lock wait");
+        let all: u64 = profile.events.nodes.iter().map(|e| e.wait_ns).sum();
+        assert_eq!(whole_number(&wait["whole"]), all, "{name}: lock wait of all threads");
+    }
+}
+
 #[test]
 fn page_model_computes_the_json_reports_and_the_analysis_figures() {
-    let cases =
-        [("tracing", profiles::tracing()), ("sampling", profiles::sampling()), ("recursive", profiles::recursive())];
+    let cases = [
+        ("tracing", profiles::tracing()),
+        ("sampling", profiles::sampling()),
+        ("recursive", profiles::recursive()),
+        ("events", with_events(profiles::recursive())),
+    ];
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("page-model");
     std::fs::create_dir_all(&dir).unwrap();
     let mut command = node("page-model.mjs", &[]);
@@ -141,6 +194,8 @@ fn page_model_computes_the_json_reports_and_the_analysis_figures() {
         assert_eq!(numbers(&page["nodes"]["self"]), expected, "{name}: node selves");
         let expected: Vec<u64> = nodes.iter().map(|n| n["calls"].as_u64().unwrap()).collect();
         assert_eq!(numbers(&page["nodes"]["calls"]), expected, "{name}: node calls");
+
+        check_measures(name, profile, &json, &page["measures"]);
 
         let views = page["views"].as_array().unwrap();
         // All threads: the JSON report's methods and sums.

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use sonde_profile::{Mode, Node, Profile, thread_totals};
+use sonde_profile::{Mode, Node, Profile, RuntimeEvents, TimelineKind, thread_totals};
 
 pub(super) fn write(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
     let run = &profile.run;
@@ -115,7 +115,84 @@ pub(super) fn write(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
     }
     out.write_all(b"],\n")?;
     nodes(out, &profile.nodes, by_samples)?;
+    out.write_all(b",\n")?;
+    events(out, &profile.events)?;
     out.write_all(b"}\n")
+}
+
+/// The runtime's events (`events`): allocations by type, the allocation bytes and lock waits of
+/// each node as sparse `[node, figure]` lists (the page builds the Memory and Lock-wait views of
+/// the tree from them), and what the timeline draws — collections, module loads, JIT spans and
+/// throws — with times in nanoseconds from the agent's start.
+fn events(out: &mut impl Write, events: &RuntimeEvents) -> io::Result<()> {
+    let alloc = &events.allocations;
+    out.write_all(b"\"events\":{\"alloc\":{\"sampling\":")?;
+    string(out, alloc.sampling.as_str())?;
+    write!(out, ",\"sample_bytes\":{},\"samples\":{},\"types\":[", alloc.sample_bytes, alloc.samples)?;
+    for (i, t) in alloc.by_type.iter().enumerate() {
+        out.write_all(if i > 0 { b",\n[" } else { b"\n[" })?;
+        string(out, &t.type_name)?;
+        write!(out, ",{},{}]", t.bytes, t.count)?;
+    }
+    out.write_all(b"]},\n\"node_alloc\":[")?;
+    sparse(out, events.nodes.iter().map(|e| (e.node, e.alloc_bytes)))?;
+    out.write_all(b"],\n\"node_wait\":[")?;
+    sparse(out, events.nodes.iter().map(|e| (e.node, e.wait_ns)))?;
+    let gc = &events.gc;
+    let [g0, g1, g2] = gc.count_by_gen;
+    write!(
+        out,
+        "],\n\"gc\":{{\"count_by_gen\":[{g0},{g1},{g2}],\"pause_ns_total\":{},\"pause_ns_max\":{},\"collections\":[",
+        gc.pause_ns_total, gc.pause_ns_max
+    )?;
+    for (i, c) in gc.collections.iter().enumerate() {
+        out.write_all(if i > 0 { b",\n[" } else { b"\n[" })?;
+        write!(out, "{},", c.generation)?;
+        string(out, c.reason.as_str())?;
+        out.write_all(b",")?;
+        string(out, c.kind.as_str())?;
+        write!(out, ",{},{},{},{}]", c.start_ns, c.end_ns, c.pause_ns, c.heap_bytes_after)?;
+    }
+    out.write_all(b"]},\n\"exceptions\":[")?;
+    for (i, x) in events.exceptions.iter().enumerate() {
+        out.write_all(if i > 0 { b",\n[" } else { b"\n[" })?;
+        string(out, &x.type_name)?;
+        write!(out, ",{},{}]", x.thrown, x.caught)?;
+    }
+    let loading = &events.loading;
+    write!(out, "],\n\"jit\":[{},{}],\n\"modules\":[", loading.methods_compiled, loading.jit_ns)?;
+    for (i, m) in loading.modules.iter().enumerate() {
+        out.write_all(if i > 0 { b",\n[" } else { b"\n[" })?;
+        string(out, &m.name)?;
+        write!(out, ",{}]", m.loaded_ns)?;
+    }
+    // [kind (0 JIT, 1 throw), OS thread id, start, end, exception type index or -1]
+    write!(out, "],\n\"timeline\":{{\"dropped\":{},\"events\":[", events.timeline.dropped)?;
+    for (i, e) in events.timeline.events.iter().enumerate() {
+        let (kind, type_index) = match e.kind {
+            TimelineKind::Jit => (0, -1),
+            TimelineKind::Exception { type_index } => (1, i64::from(type_index)),
+        };
+        write!(
+            out,
+            "{}[{kind},{},{},{},{type_index}]",
+            if i > 0 { ",\n" } else { "\n" },
+            e.os_tid,
+            e.start_ns,
+            e.end_ns
+        )?;
+    }
+    out.write_all(b"]}}")
+}
+
+/// `[node, figure]` pairs for the non-zero figures.
+fn sparse(out: &mut impl Write, pairs: impl Iterator<Item = (u32, u64)>) -> io::Result<()> {
+    let mut first = true;
+    for (node, figure) in pairs.filter(|&(_, f)| f > 0) {
+        write!(out, "{}[{node},{figure}]", if first { "" } else { "," })?;
+        first = false;
+    }
+    Ok(())
 }
 
 /// Sampling profiles weigh frames by samples, tracing profiles by time; a profile with only one

@@ -280,7 +280,7 @@ const Flame = (() => {
     const whole = v.whole;
     if (i === ROOT) {
       tip.append(el('div', 'tt-name', profile.viewLabel(v)));
-      tip.append(tipLine(profile.bySamples ? 'Samples' : 'Total', profile.weightLongText(whole), '100%'));
+      tip.append(tipLine(profile.weightName(), profile.weightLongText(whole), '100%'));
       if (profile.hasCalls) tip.append(tipLine('Calls', fmtCount(v.allCalls), ''));
     } else {
       const m = v.method[i];

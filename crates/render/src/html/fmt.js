@@ -29,6 +29,20 @@ const Fmt = (() => {
     return s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   }
 
+  /** Bytes in binary units with one decimal (1.5 MB), as `fmt::bytes` in fmt.rs. */
+  function fmtBytes(n) {
+    if (!(n >= 0)) return '-';
+    if (n < 1024) return Math.floor(n) + ' B';
+    const units = ['KB', 'MB', 'GB', 'TB'];
+    let value = n / 1024;
+    let unit = 0;
+    while (value >= 1024 && unit + 1 < units.length) {
+      value /= 1024;
+      unit++;
+    }
+    return value.toFixed(1) + ' ' + units[unit];
+  }
+
   /** `part` as a percentage of `whole` with one decimal, or "-" when there is no whole. */
   function fmtPercent(part, whole) {
     if (!(whole > 0)) return '-';
@@ -54,5 +68,5 @@ const Fmt = (() => {
     return document.getElementById(id);
   }
 
-  return { fmtDuration, fmtCount, fmtPercent, el, clear, $ };
+  return { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $ };
 })();

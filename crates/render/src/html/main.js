@@ -3,10 +3,10 @@
 // search, and hands the other parts what they need through their `init`. `Main.start()` (called
 // last in the page's script) draws everything.
 /* exported Main */
-/* global Fmt, Model, Flame, Tables, Tree, document, performance, setTimeout, clearTimeout */
+/* global Fmt, Model, Flame, Tables, Tree, Events, document, performance, setTimeout, clearTimeout */
 
 const Main = (() => {
-  const { fmtDuration, fmtCount, fmtPercent, el, clear, $ } = Fmt;
+  const { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $ } = Fmt;
 
   /** The decoded profile (model.js), once `start` has loaded it. */
   let profile = null;
@@ -20,6 +20,10 @@ const Main = (() => {
     method: -1,
     /** The methods shown before it, for the Back button. */
     history: [],
+    /** The tab: `cpu`, `alloc` or `wait` (the tree views, so weighed) or `timeline`. */
+    tab: 'cpu',
+    /** The thread chosen (-1: all merged). */
+    thread: -1,
   };
 
   /** What the other parts may ask of the page. */
@@ -77,6 +81,7 @@ const Main = (() => {
       const when = new Date(run.started_unix_ms);
       if (!Number.isNaN(when.getTime())) facts.push(['Started', when.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')]);
     }
+    facts.push(...eventFacts());
     facts.push(['Recorded by', 'Sonde agent ' + run.agent_version]);
     clear(box);
     const cmd = el('div', 'fact wide');
@@ -105,8 +110,43 @@ const Main = (() => {
       ' Totals count a recursive method once, at its outermost call.';
   }
 
+  /** The runtime's events in a line each, where there were any. */
+  function eventFacts() {
+    const ev = profile.events;
+    const facts = [];
+    const gc = ev.gc;
+    const count = gc.count_by_gen[0] + gc.count_by_gen[1] + gc.count_by_gen[2];
+    if (count > 0) {
+      const wall = profile.run.wall_ns;
+      const share = wall > 0 ? ', ' + fmtPercent(gc.pause_ns_total, wall) + ' of wall time' : '';
+      facts.push(['Collections', fmtCount(count) + ' (' + gc.count_by_gen.join(' / ') + ' by gen)']);
+      facts.push(['GC pauses', fmtDuration(gc.pause_ns_total) + ' (longest ' + fmtDuration(gc.pause_ns_max) + share + ')']);
+    }
+    let thrown = 0;
+    for (const [, n] of ev.exceptions) thrown += n;
+    if (thrown > 0) facts.push(['Exceptions', fmtCount(thrown) + ' thrown']);
+    const [compiled, jitNs] = ev.jit;
+    if (compiled > 0) facts.push(['JIT', fmtCount(compiled) + ' methods in ' + fmtDuration(jitNs)]);
+    let allocated = 0;
+    for (const [, bytes] of ev.alloc.types) allocated += bytes;
+    if (ev.alloc.sampling !== 'off') facts.push(['Allocated', fmtBytes(allocated) + (ev.alloc.sampling === 'sampled' ? ' (estimated)' : '')]);
+    return facts;
+  }
+
+  /** The thread selector, its options weighed in the current measure. */
   function setupThreads() {
     const select = $('thread');
+    fillThreads();
+    select.disabled = profile.threads.length <= 1;
+    select.addEventListener('change', () => {
+      state.thread = Number(select.value);
+      showView(state.thread);
+    });
+  }
+
+  function fillThreads() {
+    const select = $('thread');
+    clear(select);
     const { threads, nodes } = profile;
     const weight = new Float64Array(threads.length);
     for (let i = 0; i < nodes.n; i++) if (nodes.parent[i] < 0) weight[nodes.thread[i]] += nodes.total[i];
@@ -123,8 +163,59 @@ const Main = (() => {
       o.disabled = !(weight[t] > 0);
       select.append(o);
     }
-    select.disabled = threads.length <= 1;
-    select.addEventListener('change', () => showView(Number(select.value)));
+    // A thread with nothing of this measure cannot be shown: back to all threads.
+    if (state.thread >= 0 && !(weight[state.thread] > 0)) state.thread = -1;
+    select.value = String(state.thread);
+  }
+
+  /** Tabs without anything to show are disabled and say why. */
+  function setupTabs() {
+    const why = {
+      alloc: profile.hasMeasure('alloc') || profile.events.alloc.types.length > 0 ? '' : 'No allocations recorded: sonde record --events alloc',
+      wait: profile.hasMeasure('wait') ? '' : 'No lock contention recorded: sonde record --events contention',
+      timeline: Events.hasTimeline() ? '' : 'No timestamped events recorded',
+    };
+    for (const button of document.querySelectorAll('#tabs button')) {
+      const reason = why[button.dataset.tab] || '';
+      button.disabled = reason !== '';
+      if (reason) button.title = reason;
+      button.addEventListener('click', () => showTab(button.dataset.tab));
+    }
+  }
+
+  function showTab(tab) {
+    if (tab === state.tab) return;
+    state.tab = tab;
+    for (const button of document.querySelectorAll('#tabs button')) {
+      const on = button.dataset.tab === tab;
+      button.classList.toggle('on', on);
+      button.setAttribute('aria-selected', String(on));
+    }
+    const timeline = tab === 'timeline';
+    $('timeline-tab').hidden = !timeline;
+    $('tree-views').hidden = timeline;
+    $('alloc-card').hidden = tab !== 'alloc';
+    $('thread').disabled = timeline || profile.threads.length <= 1;
+    if (timeline) {
+      Events.drawTimeline();
+      return;
+    }
+    profile.setMeasure(tab);
+    fillThreads();
+    showUnits();
+    showView(state.thread);
+    const top = Tables.rankedMethods();
+    state.method = -1;
+    if (top.length > 0) selectMethod(top[0], { redraw: true });
+    state.history.length = 0;
+    $('bf-back').disabled = true;
+  }
+
+  function showUnits() {
+    const unit = { samples: 'self and total in samples', ns: 'self and total in time', bytes: 'self and total in bytes allocated' }[profile.unit];
+    const text = profile.measure === 'wait' ? 'self and total in lock-wait time' : unit;
+    $('hot-unit').textContent = text;
+    $('tree-unit').textContent = text;
   }
 
   function showView(t) {
@@ -247,15 +338,17 @@ const Main = (() => {
     performance.mark('sonde:parsed');
     profile = Model.load(data);
     performance.mark('sonde:decoded');
-    const unit = profile.bySamples ? 'self and total in samples' : 'self and total in time';
-    $('hot-unit').textContent = unit;
-    $('tree-unit').textContent = unit;
+    showUnits();
     drawFacts();
     setupThreads();
     setupSearch();
     Flame.init(profile, state, actions);
     Tables.init(profile, state, actions);
     Tree.init(profile, state);
+    Events.init(profile);
+    Events.drawAllocations();
+    Events.drawSummaries();
+    setupTabs();
     showView(-1);
     performance.mark('sonde:drawn');
     const top = Tables.rankedMethods();

@@ -9,7 +9,7 @@
 /* global Fmt */
 
 const Model = (() => {
-  const { fmtCount, fmtDuration } = Fmt;
+  const { fmtCount, fmtDuration, fmtBytes } = Fmt;
 
   /** The profile of one data block (`sonde.html/1`, written by crates/render/src/html/data.rs). */
   class Profile {
@@ -30,19 +30,62 @@ const Model = (() => {
       this.threads = data.threads;
       this.nodes = decodeNodes(data.nodes, this.hasCalls);
       data.nodes = null; // the typed arrays replace the (much larger) parsed arrays
+      /** The runtime's events (data.rs `events`): allocations, collections, the timeline. */
+      this.events = data.events;
+      /**
+       * What the tree is weighed by: `cpu` (samples or time, as recorded), `alloc` (bytes
+       * allocated, the Memory tab) or `wait` (time waiting for locks). Each has its own nodes
+       * (same tree, other figures) and views.
+       */
+      this.measure = 'cpu';
+      this.measureNodes = new Map([['cpu', this.nodes]]);
       this.views = new Map();
+    }
+
+    /** Whether any node has a figure of `measure`. */
+    hasMeasure(measure) {
+      if (measure === 'cpu') return true;
+      const pairs = measure === 'alloc' ? this.events.node_alloc : this.events.node_wait;
+      return pairs.some(([i, w]) => i >= 0 && i < this.nodes.n && w > 0);
+    }
+
+    /** Weighs the tree by `measure` from now on (`view` then returns views of it). */
+    setMeasure(measure) {
+      let nodes = this.measureNodes.get(measure);
+      if (!nodes) {
+        const cpu = this.measureNodes.get('cpu');
+        nodes = measuredNodes(cpu, measure === 'alloc' ? this.events.node_alloc : this.events.node_wait);
+        this.measureNodes.set(measure, nodes);
+      }
+      this.measure = measure;
+      this.nodes = nodes;
+    }
+
+    /** The unit of the current measure: `samples`, `ns` or `bytes`. */
+    get unit() {
+      if (this.measure === 'alloc') return 'bytes';
+      if (this.measure === 'wait') return 'ns';
+      return this.bySamples ? 'samples' : 'ns';
+    }
+
+    /** What a frame's whole weight is called in the current measure. */
+    weightName() {
+      if (this.measure === 'alloc') return 'Allocated';
+      if (this.measure === 'wait') return 'Lock wait';
+      return this.bySamples ? 'Samples' : 'Time';
     }
 
     /** The view of one thread (`t` >= 0) or of all threads merged (`t` = -1), built once. */
     view(t) {
       if (this.threads.length === 1) t = 0;
-      let view = this.views.get(t);
+      const key = this.measure + ':' + t;
+      let view = this.views.get(key);
       if (!view) {
         view = t >= 0 ? threadView(this.nodes, t) : mergedView(this.nodes);
         finishView(view);
         view.stats = methodStats(view, this.methodCount);
         view.thread = t;
-        this.views.set(t, view);
+        this.views.set(key, view);
       }
       return view;
     }
@@ -146,14 +189,15 @@ const Model = (() => {
       return mod[0] && mod[1] && mod[0] !== mod[1] ? mod[0] + ' · ' + mod[1] : mod[0] || mod[1] || '';
     }
 
-    /** A weight (time or samples) for a table cell: the column header names the unit. */
+    /** A weight (time, samples or bytes) for a table cell: the column header names the unit. */
     weightText(w) {
-      return this.bySamples ? fmtCount(w) : fmtDuration(w);
+      const unit = this.unit;
+      return unit === 'samples' ? fmtCount(w) : unit === 'bytes' ? fmtBytes(w) : fmtDuration(w);
     }
 
     /** A weight with its unit, for sentences and tooltips. */
     weightLongText(w) {
-      if (!this.bySamples) return fmtDuration(w);
+      if (this.unit !== 'samples') return this.weightText(w);
       const text = fmtCount(w) + (w === 1 ? ' sample' : ' samples');
       const every = this.run.sample_interval_ns;
       return every > 0 ? text + ' (≈ ' + fmtDuration(w * every) + ')' : text;
@@ -191,6 +235,20 @@ const Model = (() => {
       if (parent[i] >= 0) total[parent[i]] += total[i];
     }
     return { n, parent, thread, method, calls, self, total };
+  }
+
+  /**
+   * The tree of `cpu` weighed by sparse `[node, figure]` pairs (a node's own share: its figure
+   * where it was the innermost frame), totals summed up the tree. Pairs naming no node are
+   * ignored.
+   */
+  function measuredNodes(cpu, pairs) {
+    const { n, parent } = cpu;
+    const self = new Float64Array(n);
+    for (const [i, w] of pairs) if (i >= 0 && i < n && w > 0) self[i] += w;
+    const total = Float64Array.from(self);
+    for (let i = n - 1; i >= 0; i--) if (parent[i] >= 0) total[parent[i]] += total[i];
+    return { ...cpu, self, total };
   }
 
   function emptyView(capacity) {

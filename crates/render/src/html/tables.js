@@ -197,7 +197,7 @@ const Tables = (() => {
     const head = el('tr');
     head.append(el('th', '', id === 'callers' ? 'Caller' : 'Callee'));
     if (hasCalls) head.append(el('th', 'num', 'Calls'));
-    head.append(el('th', 'num', profile.bySamples ? 'Samples' : 'Time'), el('th', 'num', '%'));
+    head.append(el('th', 'num', profile.weightName()), el('th', 'num', '%'));
     table.createTHead().append(head);
     const body = table.createTBody();
     if (self !== null) {
