@@ -4,8 +4,8 @@
 
 Runs tests/apps/Alloc.exe alloc R (R rounds of 280 MB allocated in three types; R = 0 runs the
 start-up alone) with no profiler, under `sonde record` in sampling mode with `--events none`
-(sampling alone), with the default events (collections, exceptions, contention) and with
-`--events all` (allocations too)
+(sampling alone), with the default events (collections, exceptions, contention), with
+`--events all` (allocations too) and with `--alloc-sampling exact` (every allocation counted)
 — on CoreCLR also with the runtime's EventPipe session running but its events ignored
 (`SONDE_BENCH_HOOKS=empty`: the floor under Sonde's own handling),
 and under the peers that record the same events: on CoreCLR, EventPipe's own file-based
@@ -56,6 +56,10 @@ def main():
             "sonde, --events none": ([sonde, "record", "-q", "-o", out, "--force", "--events", "none", "--", *program], None),
             "sonde, default events": ([sonde, "record", "-q", "-o", out, "--force", "--", *program], None),
             "sonde, --events all": ([sonde, "record", "-q", "-o", out, "--force", "--events", "all", "--", *program], None),
+            # Every allocation counted (ObjectAllocated on CoreCLR: start-up only, and the JIT
+            # leaves its fast allocators; on Mono the same allocation event, every one counted).
+            "sonde, --alloc-sampling exact": (
+                [sonde, "record", "-q", "-o", out, "--force", "--alloc-sampling", "exact", "--", *program], None),
         }
         if not a.mono:
             # The floor under Sonde's allocation events: the runtime's session alone, its events

@@ -321,6 +321,45 @@ pub fn allocated(key: usize, name: impl FnOnce() -> Option<String>, bytes: u64, 
     });
 }
 
+/// Every allocation is counted (`--alloc-sampling exact`): set once, at start-up.
+static EXACT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Counts every allocation from now on ([`each_allocation`]); `mean` is the sampler's mean for
+/// the stacks of sampling mode.
+pub fn set_exact_allocations(mean: u64) {
+    EXACT.store(true, Relaxed);
+    set_allocation_sampling(AllocSampling::Exact, set_sample_bytes(mean));
+}
+
+/// One allocation of `size` bytes of type `key`, from a runtime that reports each one (Mono's
+/// allocation event; CoreCLR's `ObjectAllocated` in exact mode), on the allocating thread.
+/// Sampled (the default): Sonde's per-byte sampler picks some and weighs them
+/// ([`sample_allocation`]). Exact: every allocation counts by type, and in tracing mode to the
+/// thread's innermost traced call; in sampling mode the stacks still come from the sampler (a
+/// walk per allocation would cost more than the allocation many times over), so the per-node
+/// figures are estimates beside exact totals by type.
+pub fn each_allocation(
+    key: usize,
+    name: impl FnOnce() -> Option<String>,
+    size: u64,
+    walk: impl FnOnce(&mut Vec<u64>) -> bool,
+) {
+    if !EXACT.load(Relaxed) {
+        let Some((alloc_bytes, alloc_count)) = sample_allocation(size) else { return };
+        allocated(key, name, alloc_bytes, alloc_count);
+        attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk);
+        return;
+    }
+    allocated(key, name, size, 1);
+    let counts = match crate::session::mode() {
+        Some(Mode::Tracing) => Some((size, 1)),
+        _ => sample_allocation(size),
+    };
+    if let Some((alloc_bytes, alloc_count)) = counts {
+        attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk);
+    }
+}
+
 /// Mean bytes between two samples of Sonde's own allocation sampler ([`sample_allocation`]):
 /// `AgentConfig::alloc_sample_bytes`.
 static SAMPLE_BYTES: AtomicU64 = AtomicU64::new(sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES);

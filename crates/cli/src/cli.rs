@@ -109,6 +109,12 @@ pub enum ModeArg {
     Tracing,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AllocSamplingArg {
+    Sampled,
+    Exact,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClockArg {
     /// Thread CPU time: a thread is sampled only while it runs.
@@ -153,6 +159,12 @@ pub struct RecordArgs {
     /// allocation-heavy program a few % of CPU, and on CoreCLR both hold memory per thread.
     #[arg(long, value_name = "LIST", default_value = "gc,exceptions,jit", value_parser = parse_events)]
     pub events: EventKinds,
+    /// How allocations are counted (and `exact` records them, whatever --events says): `sampled`
+    /// (about one per 100 KB, weighted) or `exact` (every allocation by type; in tracing mode by
+    /// call-tree node too). Exact slows an allocation-heavy program down several times on
+    /// CoreCLR (its JIT leaves the fast allocators) and cannot be switched on by `--pid`.
+    #[arg(long, value_name = "HOW", value_enum, default_value = "sampled")]
+    pub alloc_sampling: AllocSamplingArg,
     /// Sampler period for tracing with --timing sampled, in microseconds.
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub interval_us: u64,

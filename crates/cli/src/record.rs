@@ -1,6 +1,6 @@
 //! `sonde record`: launch the program with the agent attached, collect, write, summarise.
 
-use crate::cli::{ClockArg, ModeArg, RecordArgs, TimingArg};
+use crate::cli::{AllocSamplingArg, ClockArg, ModeArg, RecordArgs, TimingArg};
 use crate::control;
 use crate::output;
 use crate::summary;
@@ -9,6 +9,7 @@ use sonde_client::assemble::{RunFacts, assemble};
 use sonde_client::collector::{Collector, Session};
 use sonde_client::launch;
 use sonde_profile::{Mode, SampleClock, Timing};
+use sonde_protocol::config::EventKinds;
 use sonde_protocol::{AgentConfig, MethodFilter};
 use sonde_render::fmt::Clean;
 use std::os::unix::process::ExitStatusExt;
@@ -148,6 +149,7 @@ pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
 
 /// The agent's configuration from the command line; `socket` as the agent will see it.
 pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
+    let exact = args.alloc_sampling == AllocSamplingArg::Exact;
     AgentConfig {
         socket: Some(socket),
         mode: match args.mode {
@@ -176,7 +178,8 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         cpu_timers: std::env::var(sonde_protocol::config::ENV_CPU_TIMERS).map_or(true, |v| v != "0"),
         // Likewise SONDE_MONO_CATCHES=1 (docs/EVENTS.md).
         mono_catches: std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
-        events: args.events,
+        events: EventKinds { alloc: args.events.alloc || exact, ..args.events },
+        alloc_exact: exact,
         // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
         alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
             .ok()

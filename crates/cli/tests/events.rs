@@ -207,6 +207,81 @@ fn allocations_match_the_program(rt: Runtime) {
 
 on_both_runtimes!(allocations_match_the_program);
 
+/// `--alloc-sampling exact` counts every allocation: each type's objects and bytes exactly as
+/// the program made them, and in tracing mode each method's too; in sampling mode the stacks are
+/// still sampled (estimates within 10%, at five standard deviations).
+fn exact_allocations_count_every_object(rt: Runtime) {
+    for mode in ["tracing", "sampling"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("exact.sonde");
+        let args =
+            record_args(&file, &["--mode", mode, "--alloc-sampling", "exact"], &rt.app_command("Alloc", &["alloc"]));
+        // The stacks of sampling mode: every 10 KB (2,400 samples of the 24 MB of small objects,
+        // so 10% is five standard deviations).
+        let env: &[(&str, std::ffi::OsString)] = &[("SONDE_ALLOC_SAMPLE_BYTES", "10240".into())];
+        let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
+        let what = format!("{rt:?} {mode}:\n{}", out.describe());
+        assert_eq!(out.code(), 0, "{what}");
+        let stdout = out.stdout_str();
+        let truth = |name: &str| -> u64 {
+            let line = stdout.lines().find_map(|l| l.strip_prefix(&format!("bytes {name} "))).expect("a bytes line");
+            line.parse().expect("a byte count")
+        };
+        let report = report_json(&file);
+        check_invariants(&report);
+        assert_eq!(str_of(&report, "allocation_sampling"), "exact", "{what}");
+        let by_type = arr(&report, "allocations");
+        let of_type = |name: &str| {
+            let a = by_type.iter().find(|a| str_of(a, "type") == name).unwrap_or_else(|| panic!("{what}: no {name}"));
+            (u64_of(a, "bytes"), u64_of(a, "count"))
+        };
+        let tracing = mode == "tracing";
+        for (method, type_name, objects) in [
+            ("AllocateBytes", "System.Byte[]", 200_000),
+            ("AllocateStrings", "System.String", 25_000),
+            ("AllocateSmall", "Acme.Small", 1_000_000),
+        ] {
+            let truth = truth(method);
+            let (bytes, count) = of_type(type_name);
+            // The runtime allocates a few of these itself (start-up strings, buffers).
+            assert!(
+                count >= objects && within(count, objects, 0.02),
+                "{what}: {type_name} {count} objects of {objects}"
+            );
+            assert!(within(bytes, truth, 0.02), "{what}: {type_name} {bytes} bytes, {method} allocated {truth}");
+            let name = format!("Acme.Alloc.{method}");
+            let counted = sum_under(&report, &name, "alloc_count");
+            let under = u64_of(method_named(&report, &name), "total_alloc_bytes");
+            if tracing {
+                // Every object, to its method (GetAllocatedBytesForCurrentThread counts the
+                // thread's allocation contexts, which can differ by a part of one).
+                assert!(
+                    counted >= objects && counted <= objects + 2,
+                    "{what}: {counted} objects under {name}, of {objects}"
+                );
+                assert!(within(under, truth, 0.005), "{what}: {name} allocated {under} bytes of {truth}");
+            } else {
+                assert!(within(counted, objects, 0.1), "{what}: {counted} objects under {name}, of {objects}");
+                assert!(within(under, truth, 0.1), "{what}: {name} allocated {under} bytes of {truth}");
+            }
+        }
+    }
+}
+
+on_both_runtimes!(exact_allocations_count_every_object);
+
+/// Exact allocations need the runtime's start-up: an attach is refused, in one line.
+#[test]
+fn exact_allocations_are_refused_for_an_attach() {
+    let args: Vec<std::ffi::OsString> =
+        ["record", "--pid", "1", "--alloc-sampling", "exact"].iter().map(Into::into).collect();
+    let out = run(sonde(), &args);
+    assert_eq!(out.code(), 2, "a usage error: {}", out.describe());
+    let stderr = out.stderr_str();
+    assert!(stderr.contains("--alloc-sampling exact needs the program started by sonde"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
 /// Alloc.exe's worker waits ten times for a lock the main thread holds 50 ms: the wait under
 /// its waiting method is within 10% of what it measured itself, in both modes.
 fn contention_matches_the_program(rt: Runtime) {

@@ -44,6 +44,7 @@ impl Options {
                 mono_catches: false,
                 events: sonde_protocol::config::EventKinds::DEFAULT,
                 alloc_sample_bytes: sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES,
+                alloc_exact: false,
             },
             program_output: true,
             verbose: false,

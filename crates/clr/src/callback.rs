@@ -36,6 +36,10 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     fn thread_destroyed(&self, _thread: ThreadID) {}
     fn thread_assigned_to_os_thread(&self, _thread: ThreadID, _os_tid: u32) {}
     fn thread_name_changed(&self, _thread: ThreadID, _name: String) {}
+    /// An object was allocated (`COR_PRF_ENABLE_OBJECT_ALLOCATED`, start-up only), on the
+    /// allocating thread; `object` is valid during the callback only
+    /// (`ProfilerInfo::object_size`, `ProfilerInfo::type_name`).
+    fn object_allocated(&self, _object: ObjectID, _class: ClassID) {}
     /// An exception was thrown (first chance); `exception` is valid during the callback only
     /// (`ProfilerInfo::class_of_object`).
     fn exception_thrown(&self, _exception: ObjectID) {}
@@ -331,6 +335,17 @@ pub(crate) unsafe extern "system" fn thread_name_changed(
             String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(name, len as usize) })
         };
         h.thread_name_changed(thread, name);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn object_allocated(
+    _this: *mut ICorProfilerCallback11,
+    object: ObjectID,
+    class: ClassID,
+) -> HRESULT {
+    guard(|h| {
+        h.object_allocated(object, class);
         S_OK
     })
 }

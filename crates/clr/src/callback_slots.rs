@@ -57,7 +57,6 @@ ignored! {
     RuntimeThreadSuspended(threadId: ThreadID);
     RuntimeThreadResumed(threadId: ThreadID);
     MovedReferences(cMovedObjectIDRanges: ULONG, oldObjectIDRangeStart: *const ObjectID, newObjectIDRangeStart: *const ObjectID, cObjectIDRangeLength: *const ULONG);
-    ObjectAllocated(objectId: ObjectID, classId: ClassID);
     ObjectsAllocatedByClass(cClassCount: ULONG, classIds: *const ClassID, cObjects: *const ULONG);
     ObjectReferences(objectId: ObjectID, classId: ClassID, cObjectRefs: ULONG, objectRefIds: *const ObjectID);
     RootReferences(cRootRefs: ULONG, rootRefIds: *const ObjectID);
@@ -145,7 +144,7 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     RuntimeThreadSuspended: RuntimeThreadSuspended,
     RuntimeThreadResumed: RuntimeThreadResumed,
     MovedReferences: MovedReferences,
-    ObjectAllocated: ObjectAllocated,
+    ObjectAllocated: object_allocated,
     ObjectsAllocatedByClass: ObjectsAllocatedByClass,
     ObjectReferences: ObjectReferences,
     RootReferences: RootReferences,

@@ -301,6 +301,44 @@ impl ProfilerInfo {
         Ok(class)
     }
 
+    /// The size in bytes of an object the runtime passed to the running callback
+    /// (`GetObjectSize2`, `ICorProfilerInfo4`).
+    pub fn object_size(&self, object: ObjectID) -> Result<u64, HResult> {
+        if self.version < 4 {
+            return Err(HResult(E_NOTIMPL));
+        }
+        let mut size: SIZE_T = 0;
+        call!(self.GetObjectSize2(object, &mut size))?;
+        Ok(size as u64)
+    }
+
+    /// A type's name as the runtime's own events spell it: `Namespace.Outer+Inner`, arrays by
+    /// their element type (`System.Byte[]`, `Acme.Point[,]`, `System.String[][]`).
+    pub fn type_name(&self, class: ClassID) -> Result<String, HResult> {
+        let (mut element, mut element_class, mut rank) = (0 as CorElementType, 0 as ClassID, 0 as ULONG);
+        // SAFETY: as `call!`; IsArrayClass answers S_OK for an array class, S_FALSE otherwise.
+        let hr = unsafe {
+            ((*(*self.ptr.as_ptr()).vtbl).IsArrayClass)(
+                self.ptr.as_ptr(),
+                class,
+                &mut element,
+                &mut element_class,
+                &mut rank,
+            )
+        };
+        HResult::check(hr)?;
+        if hr != S_OK {
+            return self.class_name(class);
+        }
+        let inner = match primitive_name(element) {
+            Some(name) => name.to_string(),
+            None if element_class != 0 => self.type_name(element_class)?,
+            None => return Err(HResult(E_FAIL)),
+        };
+        let commas = ",".repeat((rank as usize).saturating_sub(1).min(31));
+        Ok(format!("{inner}[{commas}]"))
+    }
+
     /// A class's name, `Namespace.Outer+Inner` (a generic instantiation by its definition's name,
     /// ``Acme.Box`1``). Fails for classes without a TypeDef (arrays, pointers).
     pub fn class_name(&self, class: ClassID) -> Result<String, HResult> {
@@ -447,4 +485,28 @@ unsafe extern "C" fn walk_frame(
     }
     frames.push(WalkFrame { function, ip });
     S_OK
+}
+
+/// The .NET name of a primitive element type (`CorElementType`), as array type names use it.
+fn primitive_name(element: CorElementType) -> Option<&'static str> {
+    let name = match u8::try_from(element).ok()? {
+        ELEMENT_TYPE_BOOLEAN => "System.Boolean",
+        ELEMENT_TYPE_CHAR => "System.Char",
+        ELEMENT_TYPE_I1 => "System.SByte",
+        ELEMENT_TYPE_U1 => "System.Byte",
+        ELEMENT_TYPE_I2 => "System.Int16",
+        ELEMENT_TYPE_U2 => "System.UInt16",
+        ELEMENT_TYPE_I4 => "System.Int32",
+        ELEMENT_TYPE_U4 => "System.UInt32",
+        ELEMENT_TYPE_I8 => "System.Int64",
+        ELEMENT_TYPE_U8 => "System.UInt64",
+        ELEMENT_TYPE_R4 => "System.Single",
+        ELEMENT_TYPE_R8 => "System.Double",
+        ELEMENT_TYPE_STRING => "System.String",
+        ELEMENT_TYPE_I => "System.IntPtr",
+        ELEMENT_TYPE_U => "System.UIntPtr",
+        ELEMENT_TYPE_OBJECT => "System.Object",
+        _ => return None,
+    };
+    Some(name)
 }

@@ -42,6 +42,8 @@ pub const DEFAULT_ALLOC_SAMPLE_BYTES: u64 = 100 * 1024;
 
 /// The runtime events to record, comma-separated ([`EventKinds`]; `sonde record --events`).
 pub const ENV_EVENTS: &str = "SONDE_EVENTS";
+/// `exact`: count every allocation (`sonde record --alloc-sampling exact`); else sampled.
+pub const ENV_ALLOC_SAMPLING: &str = "SONDE_ALLOC_SAMPLING";
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] = &[
@@ -55,6 +57,7 @@ pub const ALL_VARS: &[&str] = &[
     ENV_CLOCK,
     ENV_LOG,
     ENV_EVENTS,
+    ENV_ALLOC_SAMPLING,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing
@@ -147,6 +150,8 @@ pub enum ConfigError {
     UnknownClock(String),
     #[error("{ENV_BENCH_HOOKS}: unknown benchmark hooks `{0}`")]
     UnknownBenchHooks(String),
+    #[error("{ENV_ALLOC_SAMPLING}: `{0}` is neither `exact` nor `sampled`")]
+    BadAllocSampling(String),
     #[error("{ENV_EVENTS}: unknown event kind `{0}` (known: alloc, gc, exceptions, contention, jit)")]
     UnknownEvent(String),
     #[error("{ENV_ALLOC_SAMPLE_BYTES}: not a positive number: `{0}`")]
@@ -192,6 +197,8 @@ pub struct AgentConfig {
     pub events: EventKinds,
     /// Mean bytes between allocation samples of Sonde's own sampler ([`ENV_ALLOC_SAMPLE_BYTES`]).
     pub alloc_sample_bytes: u64,
+    /// Count every allocation ([`ENV_ALLOC_SAMPLING`] `exact`; with `events.alloc`).
+    pub alloc_exact: bool,
 }
 
 impl Default for AgentConfig {
@@ -209,6 +216,7 @@ impl Default for AgentConfig {
             mono_catches: false,
             events: EventKinds::DEFAULT,
             alloc_sample_bytes: DEFAULT_ALLOC_SAMPLE_BYTES,
+            alloc_exact: false,
         }
     }
 }
@@ -223,6 +231,9 @@ impl AgentConfig {
             (ENV_CLOCK, self.clock.as_str().to_string()),
             (ENV_EVENTS, self.events.to_list()),
         ];
+        if self.alloc_exact {
+            env.push((ENV_ALLOC_SAMPLING, "exact".to_string()));
+        }
         if self.alloc_sample_bytes != DEFAULT_ALLOC_SAMPLE_BYTES {
             env.push((ENV_ALLOC_SAMPLE_BYTES, self.alloc_sample_bytes.to_string()));
         }
@@ -330,6 +341,13 @@ impl AgentConfig {
         if let Some(list) = get(ENV_EVENTS) {
             config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
         }
+        if let Some(how) = get(ENV_ALLOC_SAMPLING) {
+            config.alloc_exact = match how.as_str() {
+                "exact" => true,
+                "sampled" => false,
+                _ => return Err(ConfigError::BadAllocSampling(how)),
+            };
+        }
         if let Some(bytes) = get(ENV_ALLOC_SAMPLE_BYTES) {
             config.alloc_sample_bytes = match bytes.parse() {
                 Ok(n) if n > 0 => n,
@@ -364,6 +382,7 @@ mod tests {
             mono_catches: true,
             events: EventKinds { alloc: false, gc: true, exceptions: false, contention: true, jit: false },
             alloc_sample_bytes: 4096,
+            alloc_exact: true,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

@@ -28,6 +28,7 @@ use sonde_clr::sys::*;
 use sonde_clr::{EventPipeEvent, HResult, ProfilerCallback, ProfilerInfo};
 use sonde_profile::{AllocSampling, GcReason, Mode, NodeEvents, Timing};
 use sonde_protocol::AgentConfig;
+use sonde_protocol::config::EventKinds;
 use std::cell::Cell;
 use std::sync::OnceLock;
 
@@ -164,6 +165,13 @@ impl ProfilerCallback for Clr {
                 threads::registry().pending_names.insert(thread, name);
             }
         }
+    }
+
+    /// Exact allocations (`exact_allocation_events`): every object, sized and named.
+    fn object_allocated(&self, object: ObjectID, class: ClassID) {
+        let (Some(_), Some(info)) = (session::get(), info()) else { return };
+        let Ok(size) = info.object_size(object) else { return };
+        events::each_allocation(class, || info.type_name(class).ok(), size, sampling::walk_this_thread);
     }
 
     fn exception_thrown(&self, exception: ObjectID) {
@@ -361,7 +369,8 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         | COR_PRF_MONITOR_EXCEPTIONS
         | COR_PRF_MONITOR_THREADS
         | COR_PRF_MONITOR_SUSPENDS
-        | loading_events(config);
+        | loading_events(config)
+        | exact_allocation_events(config, false);
     if hook_set.with_info {
         mask |= COR_PRF_ENABLE_FRAME_INFO;
     }
@@ -398,7 +407,12 @@ const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_EVENT_PIPE
 /// for (after the event mask is set). A runtime that refuses leaves them unrecorded, nothing
 /// else.
 fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
-    let Some((keywords, level)) = eventpipe::session_for(config.events) else { return };
+    if EXACT_ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) {
+        events::set_exact_allocations(config.alloc_sample_bytes);
+    }
+    // Exact allocations come from `ObjectAllocated`, not from the session's ticks.
+    let kinds = EventKinds { alloc: config.events.alloc && !config.alloc_exact, ..config.events };
+    let Some((keywords, level)) = eventpipe::session_for(kinds) else { return };
     if config.mode == Mode::Sampling && config.bench_hooks.is_some() {
         // The benchmark floor (scripts/bench-alloc.py): the session runs, its events are ignored.
         EVENT_FLOOR.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -415,6 +429,25 @@ fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
     }
 }
 
+/// Set when the event mask asked for every allocation (`exact_allocation_events`).
+static EXACT_ALLOCATIONS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Every allocation (`--alloc-sampling exact`): `ObjectAllocated`, which the runtime allows at
+/// start-up only and which makes the JIT call a slower allocation helper for every `new`
+/// (docs/EVENTS.md has the cost). Not after an attach: the controller refuses that; an agent
+/// asked anyway counts sampled.
+fn exact_allocation_events(config: &AgentConfig, attached: bool) -> u32 {
+    if !(config.events.alloc && config.alloc_exact) {
+        return 0;
+    }
+    if attached {
+        log!("exact allocations need the runtime's start-up: sampled instead");
+        return 0;
+    }
+    EXACT_ALLOCATIONS.store(true, std::sync::atomic::Ordering::Relaxed);
+    COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED
+}
+
 /// The JIT's compilations and the modules' loads, when `jit` events are recorded (allowed after
 /// an attach).
 fn loading_events(config: &AgentConfig) -> u32 {
@@ -427,8 +460,11 @@ fn loading_events(config: &AgentConfig) -> u32 {
 /// and to see a fault's handler out), suspensions and collections (`events`) — all allowed after
 /// an attach (`attached`), and none keeps the runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
-    info.set_event_mask(SAMPLING_EVENTS | loading_events(config), EVENTS_HIGH)
-        .map_err(|e| StartError::runtime("SetEventMask", e))?;
+    info.set_event_mask(
+        SAMPLING_EVENTS | loading_events(config) | exact_allocation_events(config, attached),
+        EVENTS_HIGH,
+    )
+    .map_err(|e| StartError::runtime("SetEventMask", e))?;
     start_event_pipe(info, config);
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);

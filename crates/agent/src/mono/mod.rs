@@ -113,11 +113,13 @@ fn set_events(profiler: &Profiler, config: &AgentConfig) {
     profiler.set_events::<Agent>(config.mono_catches);
     events::set_catches_counted(config.mono_catches);
     if config.events.alloc {
-        if profiler.set_allocations::<Agent>() {
+        if !profiler.set_allocations::<Agent>() {
+            log!("Mono refused allocation events: allocations are not recorded");
+        } else if config.alloc_exact {
+            events::set_exact_allocations(config.alloc_sample_bytes);
+        } else {
             let mean = events::set_sample_bytes(config.alloc_sample_bytes);
             events::set_allocation_sampling(AllocSampling::Sampled, mean);
-        } else {
-            log!("Mono refused allocation events: allocations are not recorded");
         }
     }
     if config.events.contention {
@@ -244,14 +246,11 @@ impl Events for Agent {
         session::exception_thrown();
     }
 
-    /// Every allocation: Sonde's per-byte sampler picks some (`events::sample_allocation`).
+    /// Every allocation: counted, or sampled (`events::each_allocation`).
     fn allocation(object: Object<'_>) {
-        if session::get().is_none() {
-            return;
+        if session::get().is_some() {
+            events::each_allocation(object.class_key(), || object.type_name(), object.size(), walk_stack);
         }
-        let Some((alloc_bytes, alloc_count)) = events::sample_allocation(object.size()) else { return };
-        events::allocated(object.class_key(), || object.type_name(), alloc_bytes, alloc_count);
-        events::attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk_stack);
     }
 
     fn monitor_contention(_object: Object<'_>) {
