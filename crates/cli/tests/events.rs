@@ -154,39 +154,69 @@ fn within(estimate: u64, truth: u64, tolerance: f64) -> bool {
     (estimate as f64 - truth as f64).abs() <= tolerance * truth as f64
 }
 
+/// One recording of `Alloc.exe alloc` (allocations sampled every 10 KB where Sonde samples
+/// them), and what the checks of it need.
+struct AllocRun {
+    /// What a failed check says: the runtime, the mode and everything the run printed.
+    what: String,
+    stdout: String,
+    report: serde_json::Value,
+    file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl AllocRun {
+    fn record(rt: Runtime, mode: &str, opts: &[&str]) -> AllocRun {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("alloc.sonde");
+        let opts: Vec<&str> = ["--mode", mode].iter().chain(opts).copied().collect();
+        let args = record_args(&file, &opts, &rt.app_command("Alloc", &["alloc"]));
+        let env: &[(&str, std::ffi::OsString)] = &[("SONDE_ALLOC_SAMPLE_BYTES", "10240".into())];
+        let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
+        let what = format!("{rt:?} {mode}:\n{}", out.describe());
+        assert_eq!(out.code(), 0, "{what}");
+        let report = report_json(&file);
+        check_invariants(&report);
+        AllocRun { what, stdout: out.stdout_str(), report, file, _dir: dir }
+    }
+
+    /// The bytes `method` allocated, as the program counted them (its `bytes METHOD B` line).
+    fn truth(&self, method: &str) -> u64 {
+        let prefix = format!("bytes {method} ");
+        let line = self.stdout.lines().find_map(|l| l.strip_prefix(&prefix)).expect("a bytes line");
+        line.parse().expect("a byte count")
+    }
+
+    /// The report's bytes and objects of `type_name` (`allocations`).
+    fn of_type(&self, type_name: &str) -> (u64, u64) {
+        let what = &self.what;
+        let a = arr(&self.report, "allocations")
+            .iter()
+            .find(|a| str_of(a, "type") == type_name)
+            .unwrap_or_else(|| panic!("{what}: no {type_name}"));
+        (u64_of(a, "bytes"), u64_of(a, "count"))
+    }
+}
+
+/// What Alloc.exe's three methods allocate: (method, type, objects).
+const ALLOCATED: [(&str, &str, u64); 3] = [
+    ("AllocateBytes", "System.Byte[]", 200_000),
+    ("AllocateStrings", "System.String", 25_000),
+    ("AllocateSmall", "Acme.Small", 1_000_000),
+];
+
 /// Alloc.exe allocates known amounts of three types from three methods: the estimates per type
 /// and per method are within 10% of what the runtime says the methods allocated, in both modes.
 /// On Mono, Sonde samples allocations itself: every 10 KB here (5,000 samples of the 50 MB of
 /// strings, so 10% is seven standard deviations), every 100 KB by default.
 fn allocations_match_the_program(rt: Runtime) {
     for mode in ["sampling", "tracing"] {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("alloc.sonde");
-        let env: &[(&str, std::ffi::OsString)] = &[("SONDE_ALLOC_SAMPLE_BYTES", "10240".into())];
-        let args = record_args(&file, &["--mode", mode, "--events", "all"], &rt.app_command("Alloc", &["alloc"]));
-        let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
-        let what = format!("{rt:?} {mode}:\n{}", out.describe());
-        assert_eq!(out.code(), 0, "{what}");
-        let stdout = out.stdout_str();
-        let truth = |name: &str| -> u64 {
-            let line = stdout.lines().find_map(|l| l.strip_prefix(&format!("bytes {name} "))).expect("a bytes line");
-            line.parse().expect("a byte count")
-        };
-        let report = report_json(&file);
-        check_invariants(&report);
-        assert_eq!(str_of(&report, "allocation_sampling"), "sampled", "{what}");
-        let by_type = arr(&report, "allocations");
-        let of_type = |name: &str| {
-            let a = by_type.iter().find(|a| str_of(a, "type") == name).unwrap_or_else(|| panic!("{what}: no {name}"));
-            (u64_of(a, "bytes"), u64_of(a, "count"))
-        };
-        for (method, type_name, objects) in [
-            ("AllocateBytes", "System.Byte[]", 200_000),
-            ("AllocateStrings", "System.String", 25_000),
-            ("AllocateSmall", "Acme.Small", 1_000_000),
-        ] {
-            let truth = truth(method);
-            let (bytes, count) = of_type(type_name);
+        let run = AllocRun::record(rt, mode, &["--events", "all"]);
+        let (what, report) = (&run.what, &run.report);
+        assert_eq!(str_of(report, "allocation_sampling"), "sampled", "{what}");
+        for (method, type_name, objects) in ALLOCATED {
+            let truth = run.truth(method);
+            let (bytes, count) = run.of_type(type_name);
             // The type's total may include a little from elsewhere (the runtime's own start-up).
             assert!(within(bytes, truth, 0.1), "{what}: {type_name} {bytes} bytes, {method} allocated {truth}");
             // The type's count may include the runtime's own start-up objects, and on CoreCLR
@@ -194,13 +224,13 @@ fn allocations_match_the_program(rt: Runtime) {
             // type's count is a lower bound, the count under the method is the estimate.
             assert!(count as f64 >= 0.9 * objects as f64, "{what}: {type_name} {count} objects of {objects}");
             let name = format!("Acme.Alloc.{method}");
-            let counted = sum_under(&report, &name, "alloc_count");
+            let counted = sum_under(report, &name, "alloc_count");
             assert!(within(counted, objects, 0.1), "{what}: {counted} objects under {name}, of {objects}");
-            let under = u64_of(method_named(&report, &name), "total_alloc_bytes");
+            let under = u64_of(method_named(report, &name), "total_alloc_bytes");
             assert!(within(under, truth, 0.1), "{what}: {name} allocated {under} bytes of {truth}");
-            assert_eq!(under, sum_under(&report, &name, "alloc_bytes"), "{what}: {name}");
+            assert_eq!(under, sum_under(report, &name, "alloc_bytes"), "{what}: {name}");
         }
-        let text = report_text(&file).stdout_str();
+        let text = report_text(&run.file).stdout_str();
         assert!(text.contains("Allocations: ") && text.contains("Acme.Alloc.AllocateBytes"), "{what}\n{text}");
     }
 }
@@ -212,37 +242,15 @@ on_both_runtimes!(allocations_match_the_program);
 /// still sampled (estimates within 10%, at five standard deviations).
 fn exact_allocations_count_every_object(rt: Runtime) {
     for mode in ["tracing", "sampling"] {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("exact.sonde");
-        let args =
-            record_args(&file, &["--mode", mode, "--alloc-sampling", "exact"], &rt.app_command("Alloc", &["alloc"]));
         // The stacks of sampling mode: every 10 KB (2,400 samples of the 24 MB of small objects,
         // so 10% is five standard deviations).
-        let env: &[(&str, std::ffi::OsString)] = &[("SONDE_ALLOC_SAMPLE_BYTES", "10240".into())];
-        let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
-        let what = format!("{rt:?} {mode}:\n{}", out.describe());
-        assert_eq!(out.code(), 0, "{what}");
-        let stdout = out.stdout_str();
-        let truth = |name: &str| -> u64 {
-            let line = stdout.lines().find_map(|l| l.strip_prefix(&format!("bytes {name} "))).expect("a bytes line");
-            line.parse().expect("a byte count")
-        };
-        let report = report_json(&file);
-        check_invariants(&report);
-        assert_eq!(str_of(&report, "allocation_sampling"), "exact", "{what}");
-        let by_type = arr(&report, "allocations");
-        let of_type = |name: &str| {
-            let a = by_type.iter().find(|a| str_of(a, "type") == name).unwrap_or_else(|| panic!("{what}: no {name}"));
-            (u64_of(a, "bytes"), u64_of(a, "count"))
-        };
+        let run = AllocRun::record(rt, mode, &["--alloc-sampling", "exact"]);
+        let (what, report) = (&run.what, &run.report);
+        assert_eq!(str_of(report, "allocation_sampling"), "exact", "{what}");
         let tracing = mode == "tracing";
-        for (method, type_name, objects) in [
-            ("AllocateBytes", "System.Byte[]", 200_000),
-            ("AllocateStrings", "System.String", 25_000),
-            ("AllocateSmall", "Acme.Small", 1_000_000),
-        ] {
-            let truth = truth(method);
-            let (bytes, count) = of_type(type_name);
+        for (method, type_name, objects) in ALLOCATED {
+            let truth = run.truth(method);
+            let (bytes, count) = run.of_type(type_name);
             // The runtime allocates a few of these itself (start-up strings, buffers).
             assert!(
                 count >= objects && within(count, objects, 0.02),
@@ -250,8 +258,8 @@ fn exact_allocations_count_every_object(rt: Runtime) {
             );
             assert!(within(bytes, truth, 0.02), "{what}: {type_name} {bytes} bytes, {method} allocated {truth}");
             let name = format!("Acme.Alloc.{method}");
-            let counted = sum_under(&report, &name, "alloc_count");
-            let under = u64_of(method_named(&report, &name), "total_alloc_bytes");
+            let counted = sum_under(report, &name, "alloc_count");
+            let under = u64_of(method_named(report, &name), "total_alloc_bytes");
             if tracing {
                 // Every object, to its method (GetAllocatedBytesForCurrentThread counts the
                 // thread's allocation contexts, which can differ by a part of one).

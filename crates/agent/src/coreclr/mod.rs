@@ -167,7 +167,7 @@ impl ProfilerCallback for Clr {
         }
     }
 
-    /// Exact allocations (`exact_allocation_events`): every object, sized and named.
+    /// Exact allocations (`exact_allocations`): every object, sized and named.
     fn object_allocated(&self, object: ObjectID, class: ClassID) {
         let (Some(_), Some(info)) = (session::get(), info()) else { return };
         let Ok(size) = info.object_size(object) else { return };
@@ -364,13 +364,14 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         log!("benchmark floor hooks: {floor:?}; nothing is recorded");
     }
     let hook_set = floor.map_or_else(|| hooks::hooks(timed), hooks::floor_hooks);
+    let exact = exact_allocations(config, false);
     let mut mask = COR_PRF_MONITOR_ENTERLEAVE
         | COR_PRF_DISABLE_INLINING
         | COR_PRF_MONITOR_EXCEPTIONS
         | COR_PRF_MONITOR_THREADS
         | COR_PRF_MONITOR_SUSPENDS
         | loading_events(config)
-        | exact_allocation_events(config, false);
+        | exact_allocation_events(exact);
     if hook_set.with_info {
         mask |= COR_PRF_ENABLE_FRAME_INFO;
     }
@@ -379,7 +380,7 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
     }
     info.set_event_mask(mask, EVENTS_HIGH).map_err(|e| StartError::runtime("SetEventMask", e))?;
-    start_event_pipe(info, config);
+    start_event_pipe(info, config, exact);
     if timed {
         calibration::use_probe(&hooks::COST_PROBE);
         let cost = hooks::COST_PROBE.measure();
@@ -404,14 +405,14 @@ const SAMPLING_EVENTS: u32 = COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_EXCEPTION
 const EVENTS_HIGH: u32 = COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_EVENT_PIPE;
 
 /// Starts the EventPipe session for the allocation and contention events the configuration asks
-/// for (after the event mask is set). A runtime that refuses leaves them unrecorded, nothing
-/// else.
-fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
-    if EXACT_ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) {
+/// for (after the event mask is set; `exact`: it holds `exact_allocation_events`). A runtime that
+/// refuses leaves them unrecorded, nothing else.
+fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig, exact: bool) {
+    if exact {
         events::set_exact_allocations(config.alloc_sample_bytes);
     }
     // Exact allocations come from `ObjectAllocated`, not from the session's ticks.
-    let kinds = EventKinds { alloc: config.events.alloc && !config.alloc_exact, ..config.events };
+    let kinds = EventKinds { alloc: config.events.alloc && !exact, ..config.events };
     let Some((keywords, level)) = eventpipe::session_for(kinds) else { return };
     if config.mode == Mode::Sampling && config.bench_hooks.is_some() {
         // The benchmark floor (scripts/bench-alloc.py): the session runs, its events are ignored.
@@ -429,23 +430,21 @@ fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig) {
     }
 }
 
-/// Set when the event mask asked for every allocation (`exact_allocation_events`).
-static EXACT_ALLOCATIONS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Every allocation (`--alloc-sampling exact`): `ObjectAllocated`, which the runtime allows at
-/// start-up only and which makes the JIT call a slower allocation helper for every `new`
-/// (docs/EVENTS.md has the cost). Not after an attach: the controller refuses that; an agent
+/// Whether every allocation is counted (`--alloc-sampling exact`). Not after an attach: the
+/// runtime allows `ObjectAllocated` at start-up only; the controller refuses that, and an agent
 /// asked anyway counts sampled.
-fn exact_allocation_events(config: &AgentConfig, attached: bool) -> u32 {
-    if !(config.events.alloc && config.alloc_exact) {
-        return 0;
-    }
-    if attached {
+fn exact_allocations(config: &AgentConfig, attached: bool) -> bool {
+    let exact = config.events.alloc && config.alloc_exact;
+    if exact && attached {
         log!("exact allocations need the runtime's start-up: sampled instead");
-        return 0;
     }
-    EXACT_ALLOCATIONS.store(true, std::sync::atomic::Ordering::Relaxed);
-    COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED
+    exact && !attached
+}
+
+/// Exact allocations' events: `ObjectAllocated`, which makes the JIT call a slower allocation
+/// helper for every `new` (docs/EVENTS.md has the cost).
+fn exact_allocation_events(exact: bool) -> u32 {
+    if exact { COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED } else { 0 }
 }
 
 /// The JIT's compilations and the modules' loads, when `jit` events are recorded (allowed after
@@ -460,12 +459,10 @@ fn loading_events(config: &AgentConfig) -> u32 {
 /// and to see a fault's handler out), suspensions and collections (`events`) — all allowed after
 /// an attach (`attached`), and none keeps the runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
-    info.set_event_mask(
-        SAMPLING_EVENTS | loading_events(config) | exact_allocation_events(config, attached),
-        EVENTS_HIGH,
-    )
-    .map_err(|e| StartError::runtime("SetEventMask", e))?;
-    start_event_pipe(info, config);
+    let exact = exact_allocations(config, attached);
+    info.set_event_mask(SAMPLING_EVENTS | loading_events(config) | exact_allocation_events(exact), EVENTS_HIGH)
+        .map_err(|e| StartError::runtime("SetEventMask", e))?;
+    start_event_pipe(info, config, exact);
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);
     sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))
