@@ -9,7 +9,7 @@
 /* global Fmt, document, window, getComputedStyle, requestAnimationFrame */
 
 const Events = (() => {
-  const { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $ } = Fmt;
+  const { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $, sizeCanvas, tipLine, showTip } = Fmt;
 
   const ROW = 22;
   const AXIS = 24;
@@ -173,14 +173,7 @@ const Events = (() => {
     const wrap = $('tl-wrap');
     const width = Math.max(LABEL + 200, wrap.clientWidth);
     const height = AXIS + tl.rows.length * ROW + 4;
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
-    canvas.style.width = width + 'px';
-    canvas.style.height = height + 'px';
-    const ctx = canvas.getContext('2d');
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
+    const ctx = sizeCanvas(canvas, width, height);
     const c = colours();
     ctx.font = '12px ' + c.mono;
     ctx.textBaseline = 'middle';
@@ -286,38 +279,25 @@ const Events = (() => {
     return best && best[0];
   }
 
-  function tipLine(label, value) {
-    const line = el('div', 'tt-line');
-    line.append(el('span', 'tt-k', label), el('span', 'tt-v', value), el('span', 'tt-p', ''));
-    return line;
-  }
-
-  function showTip(item, clientX, clientY) {
+  function showItem(item, clientX, clientY) {
     const tip = $('tooltip');
     clear(tip);
     if (item.kind === 'gc') {
       tip.append(el('div', 'tt-name', 'GC gen' + item.gen + ' (' + item.reason + ', ' + item.gcKind + ')'));
-      tip.append(tipLine('At', fmtDuration(item.start)));
-      tip.append(tipLine('Duration', fmtDuration(item.end - item.start)));
-      tip.append(tipLine('Pause', fmtDuration(item.pause)));
-      if (item.heap > 0) tip.append(tipLine('Heap after', fmtBytes(item.heap)));
+      tip.append(tipLine('At', fmtDuration(item.start), ''));
+      tip.append(tipLine('Duration', fmtDuration(item.end - item.start), ''));
+      tip.append(tipLine('Pause', fmtDuration(item.pause), ''));
+      if (item.heap > 0) tip.append(tipLine('Heap after', fmtBytes(item.heap), ''));
     } else if (item.kind === 'jit') {
       tip.append(el('div', 'tt-name', 'JIT compilation'));
-      tip.append(tipLine('At', fmtDuration(item.start)));
-      tip.append(tipLine('Duration', fmtDuration(item.end - item.start)));
+      tip.append(tipLine('At', fmtDuration(item.start), ''));
+      tip.append(tipLine('Duration', fmtDuration(item.end - item.start), ''));
     } else {
       tip.append(el('div', 'tt-name', item.name));
       tip.append(el('div', 'tt-sub', item.kind === 'throw' ? 'exception thrown' : 'module loaded'));
-      tip.append(tipLine('At', fmtDuration(item.start)));
+      tip.append(tipLine('At', fmtDuration(item.start), ''));
     }
-    tip.hidden = false;
-    const box = tip.getBoundingClientRect();
-    let left = clientX + 14;
-    let top = clientY + 14;
-    if (left + box.width > window.innerWidth - 4) left = Math.max(4, clientX - box.width - 14);
-    if (top + box.height > window.innerHeight - 4) top = Math.max(4, clientY - box.height - 14);
-    tip.style.left = left + 'px';
-    tip.style.top = top + 'px';
+    showTip(tip, clientX, clientY);
   }
 
   function setupTimeline() {
@@ -359,7 +339,7 @@ const Events = (() => {
         return;
       }
       const item = itemAt(px, py);
-      if (item) showTip(item, e.clientX, e.clientY);
+      if (item) showItem(item, e.clientX, e.clientY);
       else $('tooltip').hidden = true;
     });
     canvas.addEventListener('mouseleave', () => {

@@ -7,7 +7,7 @@
 /* global Fmt, document, window, getComputedStyle, requestAnimationFrame */
 
 const Flame = (() => {
-  const { fmtCount, fmtPercent, el, clear, $ } = Fmt;
+  const { fmtCount, fmtPercent, el, clear, $, sizeCanvas, tipLine, showTip } = Fmt;
 
   const ROW = 18;
   const MIN_WIDTH = 0.5;
@@ -136,14 +136,7 @@ const Flame = (() => {
     const width = Math.max(200, wrap.clientWidth);
     flameLayout(v, width);
     const height = flame.rows * ROW;
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
-    canvas.style.width = width + 'px';
-    canvas.style.height = height + 'px';
-    const ctx = canvas.getContext('2d');
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
+    const ctx = sizeCanvas(canvas, width, height);
     const css = getComputedStyle(document.documentElement);
     const ink = css.getPropertyValue('--flame-ink').trim() || '#1d1d1f';
     const base = css.getPropertyValue('--flame-base').trim() || '#c9ced6';
@@ -296,21 +289,7 @@ const Flame = (() => {
       }
       tip.append(el('div', 'tt-hint', 'Click to zoom · the method’s callers and callees are shown on the right'));
     }
-    tip.hidden = false;
-    const pad = 14;
-    const box = tip.getBoundingClientRect();
-    let left = clientX + pad;
-    let top = clientY + pad;
-    if (left + box.width > window.innerWidth - 4) left = Math.max(4, clientX - box.width - pad);
-    if (top + box.height > window.innerHeight - 4) top = Math.max(4, clientY - box.height - pad);
-    tip.style.left = left + 'px';
-    tip.style.top = top + 'px';
-  }
-
-  function tipLine(label, value, pct) {
-    const line = el('div', 'tt-line');
-    line.append(el('span', 'tt-k', label), el('span', 'tt-v', value), el('span', 'tt-p', pct));
-    return line;
+    showTip(tip, clientX, clientY);
   }
 
   function setupFlame() {

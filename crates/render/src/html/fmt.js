@@ -1,7 +1,7 @@
 // fmt.js: numbers and small DOM helpers. The number formats mirror crates/render/src/fmt.rs so
 // that the page and the text report print the same figures.
 /* exported Fmt */
-/* global document */
+/* global document, window */
 
 const Fmt = (() => {
   /** A duration with three or four significant digits, truncated (never rounded up a unit). */
@@ -60,6 +60,42 @@ const Fmt = (() => {
     return e;
   }
 
+  /**
+   * Sizes `canvas` to `width` × `height` CSS pixels at the screen's pixel density and returns its
+   * context, cleared, drawing in CSS pixels.
+   */
+  function sizeCanvas(canvas, width, height) {
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = width + 'px';
+    canvas.style.height = height + 'px';
+    const ctx = canvas.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    return ctx;
+  }
+
+  /** A tooltip line: label, value and a share (may be empty). */
+  function tipLine(label, value, pct) {
+    const line = el('div', 'tt-line');
+    line.append(el('span', 'tt-k', label), el('span', 'tt-v', value), el('span', 'tt-p', pct));
+    return line;
+  }
+
+  /** Shows the tooltip `tip` beside the pointer at (clientX, clientY), inside the window. */
+  function showTip(tip, clientX, clientY) {
+    tip.hidden = false;
+    const pad = 14;
+    const box = tip.getBoundingClientRect();
+    let left = clientX + pad;
+    let top = clientY + pad;
+    if (left + box.width > window.innerWidth - 4) left = Math.max(4, clientX - box.width - pad);
+    if (top + box.height > window.innerHeight - 4) top = Math.max(4, clientY - box.height - pad);
+    tip.style.left = left + 'px';
+    tip.style.top = top + 'px';
+  }
+
   function clear(node) {
     while (node.firstChild) node.removeChild(node.firstChild);
   }
@@ -68,5 +104,5 @@ const Fmt = (() => {
     return document.getElementById(id);
   }
 
-  return { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $ };
+  return { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $, sizeCanvas, tipLine, showTip };
 })();
