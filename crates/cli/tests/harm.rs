@@ -28,22 +28,68 @@ enum Sampler {
     Thread,
 }
 
-/// [`survives`] with a choice of sampler.
+/// [`survives`] with a choice of sampler. A run that fails keeps its evidence: the agent's log is
+/// in the failure message, and a core dump of the program (these tests raise the core-size limit
+/// their children inherit) is moved to `target/test-artifacts/`.
 fn survives_with(sampler: Sampler, opts: &[&str], args: &[&str], runs: usize) -> serde_json::Value {
+    keep_core_dumps();
     let dir = tmp();
     let file = dir.path().join("harm.sonde");
+    let log = dir.path().join("agent.log");
+    let mut opts: Vec<&str> = opts.to_vec();
+    let log_arg = log.to_str().expect("a UTF-8 temp path").to_string();
+    opts.extend(["--agent-log", &log_arg]);
     let mut report = serde_json::Value::Null;
     for run in 0..runs {
         let _ = std::fs::remove_file(&file);
+        let _ = std::fs::remove_file(&log);
         let out = match sampler {
-            Sampler::Default => record_app(&file, opts, "Harm", args),
-            Sampler::Thread => record_app_thread_sampler(&file, opts, "Harm", args),
+            Sampler::Default => record_app(&file, &opts, "Harm", args),
+            Sampler::Thread => record_app_thread_sampler(&file, &opts, "Harm", args),
         };
-        assert_eq!(out.code(), 0, "run {run} of Harm.exe {args:?} under sonde {opts:?}:\n{}", out.describe());
+        if out.code() != 0 {
+            let agent_log = std::fs::read_to_string(&log).unwrap_or_else(|e| format!("(no agent log: {e})"));
+            panic!(
+                "run {run} of Harm.exe {args:?} under sonde {opts:?}:\n{}\n--- agent log ---\n{agent_log}\n{}",
+                out.describe(),
+                save_core_dumps()
+            );
+        }
         report = report_json(&file);
         check_invariants(&report);
     }
     report
+}
+
+/// Raises this process's core-size limit to its hard limit, for the programs it starts.
+fn keep_core_dumps() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Core);
+    let _ = setrlimit(Resource::Core, rustix::process::Rlimit { current: limit.maximum, maximum: limit.maximum });
+}
+
+/// Moves core dumps the kernel wrote in this test's directory (`core_pattern` `core`: the
+/// crashed process's working directory, which the programs inherit) to `target/test-artifacts/`;
+/// what was found, for a failure message.
+fn save_core_dumps() -> String {
+    let artifacts = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artifacts");
+    let _ = std::fs::create_dir_all(&artifacts);
+    let cores: Vec<_> = std::fs::read_dir(".")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("core"))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .collect();
+    let mut saved = Vec::new();
+    for core in cores {
+        let to = artifacts.join(format!("harm-{}-{}", std::process::id(), core.file_name().to_string_lossy()));
+        if std::fs::rename(core.path(), &to).or_else(|_| std::fs::copy(core.path(), &to).map(drop)).is_ok() {
+            saved.push(to.display().to_string());
+        }
+    }
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    format!("core dumps saved: {saved:?} (core_pattern {:?})", pattern.trim())
 }
 
 /// Null dereferences caught in a loop: CoreCLR's SIGSEGV handler runs on the alternate signal
