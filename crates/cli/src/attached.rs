@@ -131,6 +131,9 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     // the profile holds everything up to the detach).
     profile.run.attach = Some(Attach { attached_at_ns, detached_at_ns: detached_at_ns.filter(|_| session.complete) });
     let path = output.save(&profile, pid, true)?;
+    for warning in sonde_client::sources::take_warnings() {
+        crate::say!("sonde: {}", Clean(&warning));
+    }
     for error in &session.errors {
         crate::say!("sonde: process {pid}: {}", Clean(error));
     }

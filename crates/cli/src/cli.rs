@@ -226,6 +226,11 @@ pub struct ReportArgs {
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
+    /// Instead of the report, the samples of METHOD line by line, with the source beside them
+    /// when its file is readable (text only). METHOD is a full name (`Acme.Orders.Process`), or
+    /// its end after a `.` (`Orders.Process`, `Process`), or any part of names.
+    #[arg(long, value_name = "METHOD")]
+    pub lines: Option<String>,
 }
 
 /// `--events`: a list of event kinds.

@@ -337,6 +337,9 @@ fn write_profiles(
                 "sonde: process {pid} ended without shutting down its runtime: the profile holds its last snapshot"
             );
         }
+        for warning in sonde_client::sources::take_warnings() {
+            crate::say!("sonde: {}", Clean(&warning));
+        }
         written.push((path, profile));
     }
     Ok(written)

@@ -7,6 +7,9 @@ use std::io::{BufWriter, Write};
 
 pub fn report(args: ReportArgs) -> Result<()> {
     let profile = sonde_profile::load(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    if let Some(method) = &args.lines {
+        return lines(&args, &profile, method);
+    }
     let format = match args.format {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
@@ -38,4 +41,26 @@ pub fn report(args: ReportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--lines METHOD`: the line table of the methods it names.
+fn lines(args: &ReportArgs, profile: &sonde_profile::Profile, method: &str) -> Result<()> {
+    if !matches!(args.format, FormatArg::Text) {
+        anyhow::bail!("--lines writes a text table: leave out --format (or use --format text)");
+    }
+    let mut buf = Vec::new();
+    if !sonde_render::write_lines(profile, method, &mut buf).context("cannot write the line table")? {
+        anyhow::bail!(
+            "no method matches {:?} in {}",
+            sonde_render::fmt::Clean(method).to_string(),
+            args.file.display()
+        );
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, &buf).with_context(|| format!("cannot write {}", path.display())),
+        None => match std::io::stdout().lock().write_all(&buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other.context("cannot write the line table"),
+        },
+    }
 }

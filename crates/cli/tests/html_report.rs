@@ -88,6 +88,7 @@ fn nasty_profile() -> Profile {
     }
     let wall_ns = 2_000_000;
     Profile {
+        sources: Default::default(),
         events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,

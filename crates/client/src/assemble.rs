@@ -127,7 +127,8 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         loading: snapshot.loading.clone(),
         timeline: snapshot.timeline.clone(),
     };
-    let profile = Profile { events, run, methods, threads, nodes };
+    let sources = crate::sources::resolve(session.methods.values(), &snapshot.lines);
+    let profile = Profile { sources, events, run, methods, threads, nodes };
     profile.validate().ok()?;
     Some(profile)
 }

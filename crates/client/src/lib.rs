@@ -15,6 +15,7 @@ pub mod collector;
 pub mod control;
 pub mod launch;
 mod recording;
+pub mod sources;
 
 pub use recording::{Options, Recording, Update, running_facts};
 

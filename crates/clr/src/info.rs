@@ -163,6 +163,30 @@ impl ProfilerInfo {
         })
     }
 
+    /// How the native code starting at `start` (a version of `function`, from
+    /// [`code_containing`](Self::code_containing)) maps back to IL: `(native start offset, native
+    /// end offset, IL offset or one of `NO_MAPPING`/`PROLOG`/`EPILOG`)`, as the JIT recorded it.
+    /// Offsets are from `start`. `GetILToNativeMapping3` names the code version; before
+    /// ICorProfilerInfo9, `GetILToNativeMapping` gives the function's current code.
+    pub fn il_to_native_map(&self, function: FunctionID, start: usize) -> Option<Vec<(u32, u32, u32)>> {
+        let get = |cap: ULONG32, len: *mut ULONG32, out: *mut COR_DEBUG_IL_TO_NATIVE_MAP| {
+            if self.version >= 9 {
+                call!(self.GetILToNativeMapping3(start, cap, len, out))
+            } else {
+                call!(self.GetILToNativeMapping(function, cap, len, out))
+            }
+        };
+        let mut len: ULONG32 = 0;
+        get(0, &mut len, null_mut()).ok()?;
+        // (A method's map has an entry per IL offset the JIT tracked: bounded by its IL size.)
+        let cap = len.min(1 << 20);
+        let mut map =
+            vec![COR_DEBUG_IL_TO_NATIVE_MAP { ilOffset: 0, nativeStartOffset: 0, nativeEndOffset: 0 }; cap as usize];
+        get(cap, &mut len, map.as_mut_ptr()).ok()?;
+        map.truncate((len as usize).min(cap as usize));
+        Some(map.iter().map(|m| (m.nativeStartOffset, m.nativeEndOffset, m.ilOffset)).collect())
+    }
+
     /// The regions a `GetCodeInfo*` method reports (a method's code has one or two: hot, cold).
     fn code_regions(
         &self,
@@ -290,8 +314,9 @@ impl ProfilerInfo {
         call!(self.GetTokenAndMetaDataFromFunction(function, &IID_IMetaDataImport, &mut import, &mut token2))?;
         let import = metadata::Import::new(import.cast()).ok_or(HResult(E_POINTER))?;
         let (name, signature) = import.method_name_and_signature(token)?;
-        let (module_name, assembly) = self.module_and_assembly(module)?;
-        Ok(MethodNames { name, signature, assembly, module: module_name })
+        let (path, assembly) = self.module_path_and_assembly(module)?;
+        let module = sonde_metadata::module_file_name(&path);
+        Ok(MethodNames { name, signature, assembly, module, path, token })
     }
 
     /// The class of an object the runtime passed to the running callback.
@@ -394,12 +419,6 @@ impl ProfilerInfo {
         let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
         call!(self.GetFunctionInfo(function, &mut class, &mut module, &mut token))?;
         Ok((class, module, token))
-    }
-
-    /// A module's file name and its assembly's name.
-    fn module_and_assembly(&self, module: ModuleID) -> Result<(String, String), HResult> {
-        let (path, assembly) = self.module_path_and_assembly(module)?;
-        Ok((sonde_metadata::module_file_name(&path), assembly))
     }
 
     /// A module's path as the runtime loaded it (empty or a display name for a module that has

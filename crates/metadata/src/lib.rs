@@ -22,6 +22,11 @@ pub struct MethodNames {
     pub assembly: String,
     /// The module's file name (no directory).
     pub module: String,
+    /// The module's path as the runtime loaded it (empty when it has no file): where its symbols
+    /// are looked for (`sonde-symbols`), in the controller.
+    pub path: String,
+    /// The method's MethodDef token (0 for code without one: wrappers, dynamic methods).
+    pub token: u32,
 }
 
 /// Metadata token kinds (ECMA-335 II.22): the top byte of a token names its table.

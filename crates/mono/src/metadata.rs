@@ -41,8 +41,8 @@ impl Method<'_> {
             .blob(row[MONO_METHOD_SIGNATURE])
             .and_then(|blob| signature::method_signature(blob, &md))
             .unwrap_or_else(|| UNREADABLE_SIGNATURE.into());
-        let (assembly, module) = md.assembly_and_module();
-        Some(MethodNames { name, signature, assembly, module })
+        let (assembly, module, path) = md.assembly_and_module();
+        Some(MethodNames { name, signature, assembly, module, path, token })
     }
 
     /// Names code that has no metadata of its own (Mono's wrappers, dynamic methods), for sampling
@@ -61,11 +61,11 @@ impl Method<'_> {
         let name = unsafe { c_string(full) };
         // SAFETY: allocated by Mono for the caller, freed once.
         unsafe { (api.mono_free)(full.cast()) };
-        let (assembly, module) = match self.image() {
+        let (assembly, module, path) = match self.image() {
             Some(image) => Metadata { api, image }.assembly_and_module(),
-            None => (String::new(), String::new()),
+            None => Default::default(),
         };
-        Some(MethodNames { name, signature: String::new(), assembly, module })
+        Some(MethodNames { name, signature: String::new(), assembly, module, path, token: 0 })
     }
 
     /// The method's image, MethodDef token and its class's TypeDef token; `None` for code without
@@ -152,8 +152,8 @@ impl Method<'_> {
 }
 
 impl Metadata<'_> {
-    /// The image's assembly name and module file name.
-    fn assembly_and_module(&self) -> (String, String) {
+    /// The image's assembly name, module file name and path.
+    fn assembly_and_module(&self) -> (String, String, String) {
         // SAFETY: image getters on a live image; the strings belong to the image.
         let (assembly, path) = unsafe {
             (
@@ -161,7 +161,7 @@ impl Metadata<'_> {
                 c_string((self.api.mono_image_get_filename)(self.image)),
             )
         };
-        (assembly, module_file_name(&path))
+        (assembly, module_file_name(&path), path)
     }
 
     /// The columns of row `token` of `table`, or `None` when the token is not a row of it (the

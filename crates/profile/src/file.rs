@@ -30,6 +30,7 @@
 //! | `node_events` | `RuntimeEvents::nodes` ([`crate::model::NodeEvents`] per node) | version 2 |
 //! | `loading` | `RuntimeEvents::loading` ([`crate::model::Loading`]: JIT, modules) | version 2 |
 //! | `timeline` | `RuntimeEvents::timeline` ([`crate::model::Timeline`]: throws, compilations) | version 2 |
+//! | `sources` | `Profile::sources` ([`crate::model::Sources`]: first lines, samples by line) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -170,6 +171,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if events.timeline != Default::default() {
         list.push(("timeline".to_string(), encode(&events.timeline)));
     }
+    if profile.sources != Default::default() {
+        list.push(("sources".to_string(), encode(&profile.sources)));
+    }
     list
 }
 
@@ -188,6 +192,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
             "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
+            "sources" => profile.sources = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

@@ -25,6 +25,7 @@ pub use analysis::{
 pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_profile, save, write_profile};
 pub use model::{
     AllocSampling, AllocationCount, Allocations, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    GcSummary, InvalidProfile, Loading, LostSamples, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo,
-    Runtime, RuntimeEvents, SampleClock, Thread, Timeline, TimelineEvent, TimelineKind, Timing,
+    GcSummary, InvalidProfile, LineSamples, Loading, LostSamples, Method, Mode, ModuleLoad, Node, NodeEvents, Profile,
+    RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline, TimelineEvent, TimelineKind,
+    Timing,
 };

@@ -194,6 +194,64 @@ pub struct Profile {
     /// `skip` in the version-1 payload. Empty when the recording had none.
     #[serde(skip)]
     pub events: RuntimeEvents,
+    /// Where methods are in their source files (the file's `sources` extension): empty when the
+    /// recording found no symbols.
+    #[serde(skip)]
+    pub sources: Sources,
+}
+
+/// Source locations, from the symbols (portable PDB, Mono `.mdb`) of the modules the methods came
+/// from, resolved when the profile was recorded: a profile file carries them to wherever it is
+/// read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sources {
+    /// Source file paths as the compiler wrote them (untrusted text, like every name in a
+    /// profile); [`SourceLine::file`] is an index into this.
+    pub files: Vec<String>,
+    /// Methods' first lines (their first sequence point), by method id, ascending, one each.
+    pub methods: Vec<(u32, SourceLine)>,
+    /// Samples by source line, by method then file and line, one entry each (sampling mode).
+    pub lines: Vec<LineSamples>,
+}
+
+/// A line of a source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SourceLine {
+    /// An index into [`Sources::files`].
+    pub file: u32,
+    /// 1-based.
+    pub line: u32,
+}
+
+/// The samples of one method at one of its source lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineSamples {
+    pub method: u32,
+    pub at: SourceLine,
+    /// Samples whose innermost frame was this method at this line.
+    pub self_samples: u64,
+    /// Samples with this method at this line anywhere on the stack (a recursive method counts a
+    /// sample once per distinct IL offset of the line, see `docs/SAMPLING.md`).
+    pub total_samples: u64,
+}
+
+impl Sources {
+    /// The first line of method `method`, if its symbols gave one.
+    pub fn method_line(&self, method: u32) -> Option<SourceLine> {
+        self.methods.binary_search_by_key(&method, |&(m, _)| m).ok().map(|i| self.methods[i].1)
+    }
+
+    /// The file name of `line`.
+    pub fn file(&self, line: SourceLine) -> &str {
+        self.files.get(line.file as usize).map_or("", String::as_str)
+    }
+
+    /// The line samples of method `method`.
+    pub fn lines_of(&self, method: u32) -> &[LineSamples] {
+        let start = self.lines.partition_point(|l| l.method < method);
+        let end = self.lines.partition_point(|l| l.method <= method);
+        &self.lines[start..end]
+    }
 }
 
 /// What the runtime reported besides calls and samples (`docs/EVENTS.md`). Counts are cumulative
@@ -471,6 +529,8 @@ pub enum InvalidProfile {
     ParentOnAnotherThread { node: usize, parent: u32 },
     #[error("node events name node {node} of {nodes}, out of order or twice")]
     NodeEventsOutOfOrder { node: u32, nodes: usize },
+    #[error("source lines name method {method} of {methods}, file {file} of {files}, or are out of order")]
+    SourcesOutOfRange { method: u32, methods: usize, file: u32, files: usize },
 }
 
 impl Profile {
@@ -507,6 +567,30 @@ impl Profile {
                 return Err(InvalidProfile::NodeEventsOutOfOrder { node: e.node, nodes: self.nodes.len() });
             }
             previous = Some(e.node);
+        }
+        self.validate_sources()
+    }
+
+    /// Source lines name methods and files that exist, in the order lookups rely on.
+    fn validate_sources(&self) -> Result<(), InvalidProfile> {
+        let sources = &self.sources;
+        let (methods, files) = (self.methods.len(), sources.files.len());
+        let bad =
+            |method: u32, at: SourceLine| InvalidProfile::SourcesOutOfRange { method, methods, file: at.file, files };
+        let outside = |method: u32, at: SourceLine| method as usize >= methods || at.file as usize >= files;
+        let mut previous: Option<u32> = None;
+        for &(method, at) in &sources.methods {
+            if outside(method, at) || previous.is_some_and(|p| p >= method) {
+                return Err(bad(method, at));
+            }
+            previous = Some(method);
+        }
+        let mut previous: Option<(u32, SourceLine)> = None;
+        for l in &sources.lines {
+            if outside(l.method, l.at) || previous.is_some_and(|p| p >= (l.method, l.at)) {
+                return Err(bad(l.method, l.at));
+            }
+            previous = Some((l.method, l.at));
         }
         Ok(())
     }

@@ -36,6 +36,7 @@ impl Builder {
     pub fn new() -> Builder {
         Builder {
             profile: Profile {
+                sources: Default::default(),
                 events: Default::default(),
                 run: run_info(Mode::Tracing),
                 methods: Vec::new(),

@@ -76,6 +76,8 @@ mod tests {
                 signature: "() -> void".into(),
                 assembly: "Calls".into(),
                 module: "Calls.exe".into(),
+                path: "/app/Calls.exe".into(),
+                token: 0x0600_0002,
             }],
             threads: vec![ThreadSnapshot {
                 os_tid: 42,
@@ -158,6 +160,7 @@ mod tests {
                     loaded_ns: 5,
                 }],
             },
+            lines: vec![LineRecord { method: 0, il_offset: 12, self_samples: 3, total_samples: 5 }],
         })
     }
 

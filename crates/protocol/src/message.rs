@@ -13,7 +13,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -76,6 +76,23 @@ pub struct MethodRecord {
     pub signature: String,
     pub assembly: String,
     pub module: String,
+    /// The module's path as the process loaded it (empty when unknown): where the controller looks
+    /// for the method's symbols.
+    pub path: String,
+    /// The MethodDef token (0 for pseudo-methods and code without one).
+    pub token: u32,
+}
+
+/// Samples at one IL offset of one method, cumulative (sampling mode). Resolved to a source line
+/// by the controller, through the method's symbols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineRecord {
+    pub method: u32,
+    pub il_offset: u32,
+    /// Samples whose innermost frame was at this offset.
+    pub self_samples: u64,
+    /// Samples with this method at this offset anywhere on the stack (once per sample).
+    pub total_samples: u64,
 }
 
 /// One call-tree node. Nodes of a thread are listed parents first; `parent` is an index into the
@@ -157,4 +174,7 @@ pub struct Snapshot {
     pub loading: Loading,
     /// The timeline's events so far.
     pub timeline: Timeline,
+    /// Sampling mode: samples by method and IL offset so far, where the runtime maps the code
+    /// back to IL (managed frames).
+    pub lines: Vec<LineRecord>,
 }

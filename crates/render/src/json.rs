@@ -89,6 +89,17 @@ impl Renderer for JsonRenderer {
                     total_alloc_bytes: s.total_alloc_bytes,
                     wait_ns: s.wait_ns,
                     exceptions_thrown: s.exceptions_thrown,
+                    file: profile.sources.method_line(id as u32).map(|at| profile.sources.file(at)),
+                    line: profile.sources.method_line(id as u32).map(|at| at.line),
+                    lines: Seq(move || {
+                        profile.sources.lines_of(id as u32).iter().map(|l| LineView {
+                            file: profile.sources.file(l.at),
+                            line: l.at.line,
+                            self_samples: l.self_samples,
+                            total_samples: l.total_samples,
+                            self_ns: l.self_samples.saturating_mul(run.sample_interval_ns),
+                        })
+                    }),
                 })
             }),
             nodes: Seq(|| {
@@ -283,7 +294,7 @@ struct ThreadView<'a> {
 }
 
 #[derive(Serialize)]
-struct MethodView<'a> {
+struct MethodView<'a, L> {
     id: usize,
     name: &'a str,
     signature: &'a str,
@@ -299,6 +310,20 @@ struct MethodView<'a> {
     total_alloc_bytes: u64,
     wait_ns: u64,
     exceptions_thrown: u64,
+    /// The method's first line, from its symbols.
+    file: Option<&'a str>,
+    line: Option<u32>,
+    lines: L,
+}
+
+/// Samples at one source line of a method.
+#[derive(Serialize)]
+struct LineView<'a> {
+    file: &'a str,
+    line: u32,
+    self_samples: u64,
+    total_samples: u64,
+    self_ns: u64,
 }
 
 #[derive(Serialize)]

@@ -43,6 +43,7 @@ pub use pprof::{MAX_PPROF_LOCATION_IDS, PprofRenderer};
 pub use speedscope::SpeedscopeRenderer;
 pub use stacks::MAX_STACK_FRAMES;
 pub use text::TextRenderer;
+pub use text::lines::write as write_lines;
 
 /// One output format.
 pub trait Renderer {

@@ -2,6 +2,7 @@
 //! graph.
 
 mod call_graph;
+pub mod lines;
 
 use std::io::{self, BufWriter, Write};
 
@@ -83,6 +84,19 @@ impl<'a> View<'a> {
 
     fn name(&self, method: u32) -> Clean<'a> {
         Clean(&self.profile.methods[method as usize].name)
+    }
+
+    /// The method's name, and where it starts when its symbols said: `Acme.Run (Run.cs:42)`.
+    fn located(&self, method: u32) -> String {
+        let sources = &self.profile.sources;
+        match sources.method_line(method) {
+            Some(at) => {
+                let file = sources.file(at);
+                let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
+                format!("{} ({}:{})", self.name(method), Clean(file), at.line)
+            }
+            None => self.name(method).to_string(),
+        }
     }
 }
 
@@ -198,7 +212,7 @@ fn hot_methods(out: &mut impl Write, view: &View) -> io::Result<()> {
             percent(view.measure(m.self_ns, m.self_samples), whole),
             view.amount(m.total_ns, m.total_samples),
             percent(view.total_of(m), whole),
-            view.name(id),
+            view.located(id),
         )?;
     }
     Ok(())

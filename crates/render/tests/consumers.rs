@@ -157,6 +157,7 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     }
     // Without expectations: structure only, on an empty profile.
     let empty = Profile {
+        sources: Default::default(),
         events: Default::default(),
         run: profiles::run(Mode::Sampling),
         methods: vec![],

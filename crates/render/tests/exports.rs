@@ -120,6 +120,7 @@ fn the_flame_graph_is_deterministic_and_escapes_names() {
 #[test]
 fn an_empty_profile_exports_empty_but_valid_files() {
     let profile = Profile {
+        sources: Default::default(),
         events: Default::default(),
         run: profiles::run(Mode::Tracing),
         methods: vec![],
@@ -161,6 +162,7 @@ fn deep_recursion_renders() {
     let rows: Vec<profiles::Row> = (0..depth).map(|i| (0, i.checked_sub(1), 7, 1, 10, 1)).collect();
     for mode in [Mode::Tracing, Mode::Sampling] {
         let profile = Profile {
+            sources: Default::default(),
             events: Default::default(),
             run: profiles::run(mode),
             methods: profiles::methods(),

@@ -9,8 +9,9 @@
 use std::path::PathBuf;
 
 use sonde_profile::{
-    AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason, Loading,
-    Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timing,
+    AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
+    LineSamples, Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents,
+    SourceLine, Sources, Thread, Timing,
 };
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
@@ -95,6 +96,7 @@ fn tracing_profile() -> Profile {
     run.compensation = Some(Compensation { inner_ns_per_call: 14.25, outer_ns_per_call: 3.5 });
     run.lost = 3;
     Profile {
+        sources: sources(false),
         events: Default::default(),
         run,
         methods: methods(),
@@ -111,6 +113,24 @@ fn tracing_profile() -> Profile {
             (1, None, 1, 1, 800_000, 0),
             (1, Some(8), 4, 1, 9_999, 0),
         ]),
+    }
+}
+
+/// First lines of Main (in a file whose name would clear a terminal) and Fib, and (`samples`)
+/// Fib's samples on two lines.
+fn sources(samples: bool) -> Sources {
+    let at = |file, line| SourceLine { file, line };
+    Sources {
+        files: vec!["/src/Acme/Math.cs".into(), "C:\\src\\Program\u{1b}[2J.cs".into()],
+        methods: vec![(0, at(1, 10)), (5, at(0, 42))],
+        lines: if samples {
+            vec![
+                LineSamples { method: 5, at: at(0, 43), self_samples: 5, total_samples: 7 },
+                LineSamples { method: 5, at: at(0, 44), self_samples: 2, total_samples: 2 },
+            ]
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -173,6 +193,7 @@ fn sampling_profile() -> Profile {
         NodeEvents { node: 2, alloc_bytes: 300 * 1024, alloc_count: 300, wait_ns: 7 * ms, exceptions_thrown: 12 },
     ];
     Profile {
+        sources: sources(true),
         events,
         run,
         methods: methods(),
@@ -379,6 +400,9 @@ fn json_parses_back_with_the_contract_keys_in_order() {
                     "total_alloc_bytes",
                     "wait_ns",
                     "exceptions_thrown",
+                    "file",
+                    "line",
+                    "lines",
                 ],
             ),
             (
@@ -430,6 +454,7 @@ fn json_reports_recursion_aware_totals_and_exact_names() {
 #[test]
 fn an_empty_profile_renders() {
     let profile = Profile {
+        sources: Default::default(),
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: vec![],

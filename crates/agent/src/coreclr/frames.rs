@@ -19,6 +19,40 @@ pub(super) struct ClrFrames {
     /// one needs no question to the runtime.
     known: std::collections::BTreeMap<usize, usize>,
     table_full: bool,
+    /// IL offsets of sampled addresses (`lines::NONE`: none).
+    offsets: sampling::AddressMap<usize, u32>,
+    /// The IL maps of the code versions sampled, by region start.
+    il_maps: std::collections::BTreeMap<usize, std::sync::Arc<IlMap>>,
+}
+
+/// How one code version (its hot and cold regions) maps back to IL.
+struct IlMap {
+    /// `(start, end, offset of the region's first byte in the version's native offsets)`.
+    regions: Vec<(usize, usize, u32)>,
+    /// `(native start, native end, IL offset)`, by native start; special IL offsets as the
+    /// runtime gives them (`NO_MAPPING`, `PROLOG`, `EPILOG`).
+    entries: Vec<(u32, u32, u32)>,
+}
+
+impl IlMap {
+    /// The IL offset of native offset `native`: the entry covering it, else the nearest before it
+    /// (an epilogue, a gap the JIT left unmapped, belongs to the code before it); a prologue is
+    /// the method's start.
+    fn il_offset(&self, native: u32) -> Option<u32> {
+        use sonde_clr::sys::{EPILOG, NO_MAPPING, PROLOG};
+        let at = self.entries.partition_point(|&(start, _, _)| start <= native);
+        let covering = self.entries[..at].iter().rev().find(|&&(_, end, _)| native < end);
+        let entry = covering.or_else(|| self.entries[..at].last())?;
+        match entry.2 {
+            PROLOG => Some(0),
+            NO_MAPPING | EPILOG => self.entries[..at]
+                .iter()
+                .rev()
+                .map(|e| e.2)
+                .find(|&il| il != NO_MAPPING && il != EPILOG && il != PROLOG),
+            il => Some(il),
+        }
+    }
 }
 
 impl ClrFrames {
@@ -115,6 +149,37 @@ impl ClrFrames {
     }
 }
 
+impl ClrFrames {
+    /// The IL map of the code version containing managed code at `ip`, once per version.
+    fn il_map(&mut self, ip: usize) -> Option<std::sync::Arc<IlMap>> {
+        if let Some((_, map)) = self.il_maps.range(..=ip).next_back()
+            && map.regions.iter().any(|&(start, end, _)| start <= ip && ip < end)
+        {
+            return Some(map.clone());
+        }
+        let info = info()?;
+        let function = info.function_from_ip(ip)?;
+        let regions = info.code_containing(function, ip)?;
+        let mut entries = info.il_to_native_map(function, regions.first()?.0)?;
+        entries.sort_unstable_by_key(|e| e.0);
+        // Native offsets run on from the hot region into the cold one.
+        let mut base = 0u32;
+        let regions: Vec<_> = regions
+            .iter()
+            .map(|&(start, size)| {
+                let region = (start, start + size, base);
+                base = base.saturating_add(size as u32);
+                region
+            })
+            .collect();
+        let map = std::sync::Arc::new(IlMap { regions, entries });
+        for &(start, _, _) in &map.regions {
+            self.il_maps.insert(start, map.clone());
+        }
+        Some(map)
+    }
+}
+
 impl sampling::FrameResolver for ClrFrames {
     fn resolve(&mut self, ip: usize) -> sampling::Frame {
         if let Some(&frame) = self.cache.get(&ip) {
@@ -136,6 +201,22 @@ impl sampling::FrameResolver for ClrFrames {
         };
         self.cache.insert(ip, frame);
         frame
+    }
+
+    fn il_offset(&mut self, ip: usize) -> Option<u32> {
+        use sampling::lines::NONE;
+        if let Some(&offset) = self.offsets.get(&ip) {
+            return (offset != NONE).then_some(offset);
+        }
+        if self.offsets.len() > 1 << 20 {
+            self.offsets.clear();
+        }
+        let offset = self.il_map(ip).and_then(|map| {
+            let &(start, _, base) = map.regions.iter().find(|&&(start, end, _)| start <= ip && ip < end)?;
+            map.il_offset(base.checked_add(u32::try_from(ip - start).ok()?)?)
+        });
+        self.offsets.insert(ip, offset.unwrap_or(NONE));
+        offset
     }
 
     fn calls_runtime(&mut self, return_address: usize) -> bool {

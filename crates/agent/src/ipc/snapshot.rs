@@ -87,6 +87,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         allocations,
         loading,
         timeline,
+        lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
     }
 }
 

@@ -38,6 +38,11 @@ pub trait FrameResolver: Send {
     fn calls_runtime(&mut self, _return_address: usize) -> bool {
         false
     }
+    /// The IL offset the managed code at `ip` (as for [`resolve`](Self::resolve)) was compiled
+    /// from, where the runtime maps it back: what the controller turns into a source line.
+    fn il_offset(&mut self, _ip: usize) -> Option<u32> {
+        None
+    }
     /// The pseudo-method for the root of a stack cut short by [`ring::MAX_FRAMES`].
     fn truncated(&mut self) -> u32;
     /// The method of a function the runtime named itself, in a stack walk of its own
@@ -94,6 +99,8 @@ pub fn drain() {
     let interval_ns = interval().as_nanos() as u64;
     let raw_addresses = resolver.raw_addresses();
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
+    let mut offsets: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
+    let mut lines = super::lines::table();
     slots::seal_gone();
     for slot in slots::used() {
         let tid = slot.tid.load(Acquire);
@@ -107,9 +114,10 @@ pub fn drain() {
         let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
         ring.drain(|frames, periods, before, flags| {
             if raw_addresses {
-                stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+                stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path, &mut offsets);
             } else {
                 resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
+                offsets.clear();
             }
             COUNTERS.taken.fetch_add(periods + before, Relaxed);
             let mut weight = periods;
@@ -121,6 +129,7 @@ pub fn drain() {
             }
             if let Some(leaf) = tree.record_sample(&path, weight, weight * interval_ns) {
                 last_leaf = Some(leaf);
+                lines.record(&path, &offsets, weight);
             }
         });
         if let Some(leaf) = last_leaf {
@@ -237,11 +246,21 @@ fn walk_path(frames: &[WalkedFrame], truncated: bool, resolver: &mut dyn FrameRe
     fold_path(marker, resolved, path);
 }
 
-/// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses).
-fn stack_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
+/// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses),
+/// and beside it each frame's IL offset (`lines::NONE` where there is none).
+fn stack_path(
+    frames: &[u64],
+    truncated: bool,
+    resolver: &mut dyn FrameResolver,
+    path: &mut Vec<u32>,
+    offsets: &mut Vec<u32>,
+) {
+    use super::lines::NONE;
     path.clear();
+    offsets.clear();
     if truncated {
         path.push(resolver.truncated());
+        offsets.push(NONE);
     }
     let mut last: Option<Frame> = None;
     for (depth, &ip) in frames.iter().enumerate().rev() {
@@ -252,11 +271,20 @@ fn stack_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver,
             // A run of the same native code (no symbols to tell functions apart) is one frame; so
             // is a method continuing in its OSR version. Real recursion stays.
             let outer_return = frames.get(depth + 1).map_or(0, |&r| r as usize);
-            if !frame.managed || resolver.calls_runtime(outer_return) {
+            if !frame.managed {
+                continue;
+            }
+            if resolver.calls_runtime(outer_return) {
+                // The OSR version runs where the caller's patchpoint left off: its offset is the
+                // one that says where the method is.
+                if let (Some(last), Some(offset)) = (offsets.last_mut(), resolver.il_offset(ip)) {
+                    *last = offset;
+                }
                 continue;
             }
         }
         path.push(frame.method);
+        offsets.push(if frame.managed { resolver.il_offset(ip).unwrap_or(NONE) } else { NONE });
         last = Some(frame);
     }
 }
@@ -297,6 +325,10 @@ mod tests {
         fn truncated(&mut self) -> u32 {
             77
         }
+        /// Managed code at `ip` is at IL offset `ip % 100`.
+        fn il_offset(&mut self, ip: usize) -> Option<u32> {
+            (ip < 900).then_some(ip as u32 % 100)
+        }
         fn calls_runtime(&mut self, return_address: usize) -> bool {
             return_address == 555
         }
@@ -320,8 +352,9 @@ mod tests {
     }
 
     fn path(frames: &[u64], truncated: bool) -> Vec<u32> {
-        let mut path = Vec::new();
-        stack_path(frames, truncated, &mut Fake, &mut path);
+        let (mut path, mut offsets) = (Vec::new(), Vec::new());
+        stack_path(frames, truncated, &mut Fake, &mut path, &mut offsets);
+        assert_eq!(path.len(), offsets.len());
         path
     }
 
@@ -352,6 +385,21 @@ mod tests {
         // (not managed) collapsed.
         resolved_path(&[3, 3, 2, 1009, 1009, 1], true, &mut Ids, &mut path);
         assert_eq!(path, vec![77, 1, 9, 2, 3, 3]);
+    }
+
+    #[test]
+    fn each_frame_has_its_il_offset_and_an_osr_frame_its_own() {
+        let offsets = |frames: &[u64], truncated| {
+            let (mut path, mut offsets) = (Vec::new(), Vec::new());
+            stack_path(frames, truncated, &mut Fake, &mut path, &mut offsets);
+            offsets
+        };
+        use super::super::lines::NONE;
+        // leaf 150 (1@50) called from 2@(201 - 1), under a native root: none for the native frame
+        assert_eq!(offsets(&[150, 201, 950], false), vec![NONE, 0, 50]);
+        // method 5 continuing in its OSR version: where the OSR code is, not the patchpoint
+        assert_eq!(offsets(&[520, 555], false), vec![20]);
+        assert_eq!(offsets(&[150], true), vec![NONE, 50]);
     }
 
     #[test]

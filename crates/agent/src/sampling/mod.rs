@@ -16,6 +16,7 @@
 mod common;
 pub mod drain;
 pub mod external;
+pub mod lines;
 pub mod module_files;
 pub mod ring;
 pub mod shapes;

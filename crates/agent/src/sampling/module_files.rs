@@ -25,8 +25,9 @@ const MAX_METADATA: usize = 256 << 20;
 
 /// One module's file, read.
 pub struct ModuleFile {
-    /// The module's file name, and its assembly's name.
+    /// The module's file name and path, and its assembly's name.
     module: String,
+    path: String,
     assembly: String,
     metadata: Metadata,
 }
@@ -58,12 +59,19 @@ impl ModuleFile {
         }
         let metadata = Metadata::parse(bytes).ok()?;
         let assembly = assembly.or_else(|| metadata.assembly_name()).unwrap_or_default();
-        Some(ModuleFile { module: sonde_metadata::module_file_name(path), assembly, metadata })
+        Some(ModuleFile { module: sonde_metadata::module_file_name(path), path: path.to_string(), assembly, metadata })
     }
 
     /// The names of MethodDef `token`.
     pub fn method_names(&self, token: u32) -> Option<MethodNames> {
         let (name, signature) = self.metadata.method_name_and_signature(token).ok()?;
-        Some(MethodNames { name, signature, assembly: self.assembly.clone(), module: self.module.clone() })
+        Some(MethodNames {
+            name,
+            signature,
+            assembly: self.assembly.clone(),
+            module: self.module.clone(),
+            path: self.path.clone(),
+            token,
+        })
     }
 }

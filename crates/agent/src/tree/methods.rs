@@ -45,8 +45,8 @@ impl MethodTable {
             return id;
         }
         let id = inner.records.len() as u32;
-        let MethodNames { name, signature, assembly, module } = names;
-        inner.records.push(MethodRecord { id, name, signature, assembly, module });
+        let MethodNames { name, signature, assembly, module, path, token } = names;
+        inner.records.push(MethodRecord { id, name, signature, assembly, module, path, token });
         inner.by_function.insert(function, id);
         id
     }
@@ -65,6 +65,8 @@ impl MethodTable {
             signature: String::new(),
             assembly: assembly.to_string(),
             module: module.to_string(),
+            path: String::new(),
+            token: 0,
         });
         inner.pseudo.insert(name.to_string(), id);
         id

@@ -95,33 +95,88 @@ pub fn sonde() -> PathBuf {
         .clone()
 }
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Compiles `tests/apps/<name>.cs` (once per process; reused across runs while the source is
-/// unchanged) and returns the path of `<name>.exe`, with its runtimeconfig beside it.
+/// How a test app is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Build {
+    /// Debian's `mcs -optimize+`: no symbols.
+    Mcs,
+    /// `mcs -optimize+ -debug`: Mono's symbols, `<name>.exe.mdb` beside the program.
+    McsMdb,
+    /// Roslyn, the compiler .NET ships (`csc`): a portable PDB, `<name>.pdb` beside the program.
+    RoslynPdb,
+    /// Roslyn with the portable PDB embedded in the program.
+    RoslynEmbedded,
+}
+
+impl Build {
+    /// The compiler, and its arguments before the output and the source.
+    fn compiler(self) -> (PathBuf, &'static [&'static str]) {
+        match self {
+            Build::Mcs => (mcs(), &["-optimize+"]),
+            Build::McsMdb => (mcs(), &["-optimize+", "-debug"]),
+            Build::RoslynPdb => (csc(), &[]),
+            Build::RoslynEmbedded => (csc(), &["-embed"]),
+        }
+    }
+
+    /// The symbol file the compiler writes beside `<name>.exe`, if any.
+    fn symbols(self, name: &str) -> Option<String> {
+        match self {
+            Build::McsMdb => Some(format!("{name}.exe.mdb")),
+            Build::RoslynPdb => Some(format!("{name}.pdb")),
+            Build::Mcs | Build::RoslynEmbedded => None,
+        }
+    }
+}
+
+/// Compiles `tests/apps/<name>.cs` with `mcs` (once per process; reused across runs while the
+/// source is unchanged) and returns the path of `<name>.exe`, with its runtimeconfig beside it.
 pub fn app(name: &str) -> PathBuf {
-    static APPS: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    built_app(name, Build::Mcs)
+}
+
+/// [`app`] compiled by Roslyn, with a real portable PDB: `<name>.pdb` beside `<name>.exe`, or
+/// embedded in it when `embedded`.
+pub fn roslyn_app(name: &str, embedded: bool) -> PathBuf {
+    built_app(name, if embedded { Build::RoslynEmbedded } else { Build::RoslynPdb })
+}
+
+/// [`app`] built as `build` says.
+pub fn built_app(name: &str, build: Build) -> PathBuf {
+    static APPS: Mutex<Option<HashMap<(String, Build), PathBuf>>> = Mutex::new(None);
     let mut apps = APPS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(exe) = apps.get_or_insert_with(HashMap::new).get(name) {
+    let key = (name.to_string(), build);
+    if let Some(exe) = apps.get_or_insert_with(HashMap::new).get(&key) {
         return exe.clone();
     }
-    let exe = compile(name);
-    apps.get_or_insert_with(HashMap::new).insert(name.to_string(), exe.clone());
+    let exe = compile(name, build);
+    apps.get_or_insert_with(HashMap::new).insert(key, exe.clone());
     exe
 }
 
-fn compile(name: &str) -> PathBuf {
+/// Compiles into a directory keyed by the source, the build and the compiler (its path and
+/// content: Roslyn's wrapper script names the Roslyn package and driver), staged then renamed so
+/// that concurrent test processes share one copy.
+fn compile(name: &str, build: Build) -> PathBuf {
     let source = repo_root().join("tests/apps").join(format!("{name}.cs"));
     let text = std::fs::read(&source).unwrap_or_else(|e| panic!("cannot read {}: {e}", source.display()));
-    let mcs = mcs();
+    let (compiler, args) = build.compiler();
+    let wrapper = std::fs::read(&compiler).unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (&text, &mcs, RUNTIME_CONFIG).hash(&mut hasher);
+    (&text, &compiler, &wrapper, build, RUNTIME_CONFIG).hash(&mut hasher);
     let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sonde-test-apps");
-    let dir = base.join(format!("{name}-{:016x}", hasher.finish()));
+    let dir = base.join(format!("{name}-{build:?}-{:016x}", hasher.finish()));
     let exe = dir.join(format!("{name}.exe"));
-    if exe.is_file() && dir.join(format!("{name}.runtimeconfig.json")).is_file() {
+    let done = |dir: &Path| {
+        dir.join(format!("{name}.exe")).is_file()
+            && dir.join(format!("{name}.runtimeconfig.json")).is_file()
+            && build.symbols(name).is_none_or(|file| dir.join(file).is_file())
+    };
+    if done(&dir) {
         return exe;
     }
     std::fs::create_dir_all(&base).unwrap_or_else(|e| panic!("cannot create {}: {e}", base.display()));
@@ -129,33 +184,38 @@ fn compile(name: &str) -> PathBuf {
         .prefix(&format!(".{name}-"))
         .tempdir_in(&base)
         .unwrap_or_else(|e| panic!("cannot create a directory in {}: {e}", base.display()));
-    let staged_exe = staging.path().join(format!("{name}.exe"));
     let mut out_arg = OsString::from("-out:");
-    out_arg.push(&staged_exe);
-    let output = Command::new(&mcs)
-        .arg("-optimize+")
+    out_arg.push(staging.path().join(format!("{name}.exe")));
+    let output = Command::new(&compiler)
+        .args(args)
         .arg(out_arg)
         .arg(&source)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}; {SETUP_HINT}", mcs.display()));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; {SETUP_HINT}", compiler.display()));
+    std::fs::write(staging.path().join(format!("{name}.runtimeconfig.json")), RUNTIME_CONFIG)
+        .expect("cannot write the runtimeconfig");
     assert!(
-        output.status.success() && staged_exe.is_file(),
-        "mcs failed to compile {} ({}):\n{}{}",
+        output.status.success() && done(staging.path()),
+        "{} failed to compile {} ({}):\n{}{}",
+        compiler.display(),
         source.display(),
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    std::fs::write(staging.path().join(format!("{name}.runtimeconfig.json")), RUNTIME_CONFIG)
-        .expect("cannot write the runtimeconfig");
     let staged = staging.keep();
     if std::fs::rename(&staged, &dir).is_err() {
         // Another test process won the race: use its copy.
         let _ = std::fs::remove_dir_all(&staged);
-        assert!(exe.is_file(), "cannot move the compiled {name} into {}", dir.display());
+        assert!(done(&dir), "cannot move the compiled {name} into {}", dir.display());
     }
     exe
+}
+
+/// Roslyn, the real C# compiler (`$SONDE_CSC`: a script running `tests/tools/Csc.cs` on .NET 8).
+pub fn csc() -> PathBuf {
+    tool("SONDE_CSC")
 }
 
 /// What a finished process left behind.

@@ -96,6 +96,7 @@ fn threads() -> Vec<Thread> {
 /// Exact tracing: recursion, both overloads of `Html` under the same caller, a weightless node.
 pub fn tracing() -> Profile {
     Profile {
+        sources: Default::default(),
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
@@ -121,6 +122,7 @@ pub fn tracing() -> Profile {
 pub fn sampling() -> Profile {
     let ms = 1_000_000;
     Profile {
+        sources: Default::default(),
         events: Default::default(),
         run: run(Mode::Sampling),
         methods: methods(),
@@ -166,5 +168,12 @@ pub fn recursive() -> Profile {
     for i in [4, 3, 2, 1, 0] {
         nodes[i].total_ns += 250;
     }
-    Profile { events: Default::default(), run: run(Mode::Tracing), methods: methods(), threads: threads(), nodes }
+    Profile {
+        sources: Default::default(),
+        events: Default::default(),
+        run: run(Mode::Tracing),
+        methods: methods(),
+        threads: threads(),
+        nodes,
+    }
 }

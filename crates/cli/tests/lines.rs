@@ -1,0 +1,149 @@
+//! Source lines from real symbols made by real compilers: Mono's `.mdb` (`mcs -debug`) and
+//! portable PDBs (Roslyn, separate and embedded). `tests/apps/Lines.cs` marks its hot line
+//! `// HOT` and each method's first statement `// FIRST <method>`; the expected line numbers are
+//! read from those markers. Like every integration test, FAILS when a runtime is missing.
+
+mod support;
+
+use serde_json::Value;
+use std::ffi::OsString;
+use support::*;
+
+/// The 1-based line of `tests/apps/Lines.cs` that holds `marker`.
+fn marked(marker: &str) -> u32 {
+    let source = std::fs::read_to_string(repo_root().join("tests/apps/Lines.cs")).expect("Lines.cs");
+    let found = source.lines().position(|l| l.trim_end().ends_with(marker)).unwrap_or_else(|| panic!("no {marker}"));
+    found as u32 + 1
+}
+
+/// The report's entry for the method named `name`.
+fn method<'a>(report: &'a Value, name: &str) -> &'a Value {
+    arr(report, "methods").iter().find(|m| m["name"] == name).unwrap_or_else(|| panic!("no method {name}"))
+}
+
+/// Records `Lines.exe` built as `build` on `rt` with `opts`; the JSON report.
+fn record_lines(rt: Runtime, build: Build, opts: &[&str], calls: &str) -> Value {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("lines.sonde");
+    let command: Vec<OsString> = vec![rt.host().into(), built_app("Lines", build).into(), calls.into()];
+    let out = record(&file, opts, &command);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("symbols of"), "{}", out.describe());
+    report_json(&file)
+}
+
+/// Sampled on CoreCLR, the hottest line of `Lines.Work` is the line that does the work, and
+/// both methods start where their first statement is.
+fn hottest_line_is_the_work(build: Build) {
+    let report = record_lines(Runtime::CoreClr, build, &["--rate", "1000"], "60");
+    let work = method(&report, "Lines.Work");
+    let source = repo_root().join("tests/apps/Lines.cs").canonicalize().expect("Lines.cs");
+    let same_file =
+        |v: &Value| v.as_str().and_then(|f| std::path::Path::new(f).canonicalize().ok()) == Some(source.clone());
+    assert!(same_file(&work["file"]), "{work}");
+    assert_eq!(work["line"].as_u64(), Some(marked("// FIRST Work").into()), "{work}");
+    let main = method(&report, "Lines.Main");
+    assert_eq!(main["line"].as_u64(), Some(marked("// FIRST Main").into()), "{main}");
+    let lines = arr(work, "lines");
+    let hottest = lines.iter().max_by_key(|l| u64_of(l, "self_samples")).expect("Work has samples by line");
+    assert_eq!(hottest["line"].as_u64(), Some(marked("// HOT").into()), "{lines:?}");
+    // Nearly all of the method's own samples are on that line, and the lines account for them.
+    let by_line: u64 = lines.iter().map(|l| u64_of(l, "self_samples")).sum();
+    assert!(by_line <= u64_of(work, "self_samples") && by_line * 10 >= u64_of(work, "self_samples") * 9, "{work}");
+    assert!(u64_of(hottest, "self_samples") * 10 >= by_line * 7, "{lines:?}");
+    for l in lines {
+        assert!(same_file(&l["file"]), "{l}");
+        assert_eq!(u64_of(l, "self_ns"), u64_of(l, "self_samples") * 1_000_000);
+        assert!(u64_of(l, "total_samples") >= u64_of(l, "self_samples"));
+    }
+}
+
+#[test]
+fn sampled_lines_from_a_portable_pdb() {
+    hottest_line_is_the_work(Build::RoslynPdb);
+}
+
+#[test]
+fn sampled_lines_from_an_embedded_portable_pdb() {
+    hottest_line_is_the_work(Build::RoslynEmbedded);
+}
+
+#[test]
+fn sampled_lines_from_an_mdb_on_coreclr() {
+    hottest_line_is_the_work(Build::McsMdb);
+}
+
+/// Traced methods carry the file and line of their first statement (Mono's `.mdb` on both
+/// runtimes); tracing counts calls, not lines.
+fn traced_methods_start_at_their_first_line(rt: Runtime) {
+    let report = record_lines(rt, Build::McsMdb, &["--mode", "tracing"], "3");
+    for name in ["Main", "Work"] {
+        let m = method(&report, &format!("Lines.{name}"));
+        assert_eq!(m["line"].as_u64(), Some(marked(&format!("// FIRST {name}")).into()), "{m}");
+        assert!(m["file"].as_str().is_some_and(|f| f.ends_with("tests/apps/Lines.cs")), "{m}");
+        assert_eq!(arr(m, "lines").len(), 0, "{m}");
+    }
+}
+
+on_both_runtimes!(traced_methods_start_at_their_first_line);
+
+/// Without symbols there are no lines, and nothing pretends otherwise.
+#[test]
+fn no_symbols_no_lines() {
+    let report = record_lines(Runtime::CoreClr, Build::Mcs, &[], "5");
+    let work = method(&report, "Lines.Work");
+    assert_eq!((&work["file"], &work["line"]), (&Value::Null, &Value::Null));
+    assert_eq!(arr(work, "lines").len(), 0);
+}
+
+/// Symbols of another build of the program are refused with one warning: a stale `.mdb` must
+/// never give wrong lines.
+#[test]
+fn symbols_of_another_build_are_refused() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let built = built_app("Lines", Build::McsMdb);
+    let other = built_app("Lines", Build::RoslynPdb);
+    for file in ["Lines.exe", "Lines.runtimeconfig.json"] {
+        std::fs::copy(other.with_file_name(file), dir.path().join(file)).expect("copy");
+    }
+    // Roslyn's program beside mcs's symbols.
+    std::fs::copy(built.with_file_name("Lines.exe.mdb"), dir.path().join("Lines.exe.mdb")).expect("copy");
+    let file = dir.path().join("lines.sonde");
+    let command: Vec<OsString> = vec![dotnet().into(), dir.path().join("Lines.exe").into(), "5".into()];
+    let out = record(&file, &[], &command);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("symbols of").count(), 1, "{stderr}");
+    let work_report = report_json(&file);
+    let work = method(&work_report, "Lines.Work");
+    assert_eq!((&work["line"], arr(work, "lines").len()), (&Value::Null, 0), "{work}");
+}
+
+/// `sonde report --lines METHOD`: the per-line table, with the source beside the counts.
+#[test]
+fn report_lines_shows_the_table_with_the_source() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("lines.sonde");
+    let command: Vec<OsString> = vec![dotnet().into(), built_app("Lines", Build::RoslynPdb).into(), "60".into()];
+    let out = record(&file, &[], &command);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let text = sonde_cmd(&[OsString::from("report"), file.clone().into(), "--lines".into(), "Work".into()]);
+    assert_eq!(text.code(), 0, "{}", text.describe());
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    let hot = marked("// HOT");
+    assert!(stdout.starts_with("Lines of Lines.Work ("), "{stdout}");
+    let row = stdout.lines().find(|l| l.trim_start().starts_with(&format!("{hot} "))).expect("the hot line's row");
+    assert!(row.ends_with("// HOT"), "the source is shown beside the counts: {row}");
+    // The text report names where hot methods start.
+    let report = sonde_cmd(&[OsString::from("report"), file.clone().into()]);
+    let first = marked("// FIRST Work");
+    assert!(String::from_utf8_lossy(&report.stdout).contains(&format!("Lines.Work (Lines.cs:{first})")));
+    // A name that matches nothing, and --lines with another format, are one-line errors.
+    for args in [&["--lines", "Nowhere"][..], &["--lines", "Work", "--format", "json"]] {
+        let mut all = vec![OsString::from("report"), file.clone().into()];
+        all.extend(args.iter().map(OsString::from));
+        let out = sonde_cmd(&all);
+        assert_eq!(out.code(), 2, "{}", out.describe());
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{}", out.describe());
+    }
+}

@@ -1,0 +1,99 @@
+//! Source lines for a profile: each method's first line, and the agent's samples by IL offset
+//! turned into samples by line, through the symbols of the modules the methods came from
+//! (`sonde-symbols`: portable PDBs, embedded or beside the module, and Mono's `.mdb`).
+//!
+//! The paths come from the profiled process: a module's path is only opened when it is an
+//! absolute path to a regular file, and its symbols are read as untrusted input. Each module's
+//! symbols are read once per controller process; a file that cannot be used (damaged, or built
+//! from another version of the module) gives no lines, never wrong ones, and one warning.
+
+use sonde_profile::{LineSamples, SourceLine, Sources};
+use sonde_protocol::{LineRecord, MethodRecord};
+use sonde_symbols::AssemblySymbols;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Module path → its symbols (`None`: it has none, or they cannot be used).
+static SYMBOLS: Mutex<Option<HashMap<String, Option<Arc<AssemblySymbols>>>>> = Mutex::new(None);
+/// Why symbols were ignored, not yet reported ([`take_warnings`]).
+static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The symbols of the module at `path`, read once.
+fn symbols(path: &str) -> Option<Arc<AssemblySymbols>> {
+    let mut cache = SYMBOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some(found) = cache.get(path) {
+        return found.clone();
+    }
+    let file = Path::new(path);
+    let opened = if file.is_absolute() && std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        match AssemblySymbols::open(file) {
+            Ok(symbols) => symbols.map(Arc::new),
+            Err(e) => {
+                WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).push(format!("symbols of {path} ignored: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    cache.insert(path.to_string(), opened.clone());
+    opened
+}
+
+/// Why symbols found since the last call were ignored, one line each.
+pub fn take_warnings() -> Vec<String> {
+    std::mem::take(&mut *WARNINGS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The source locations of `methods` (by id) and of the samples in `lines`.
+pub fn resolve<'a>(methods: impl Iterator<Item = &'a MethodRecord>, lines: &[LineRecord]) -> Sources {
+    let mut files = Files::default();
+    let mut tokens: HashMap<u32, (Arc<AssemblySymbols>, u32)> = HashMap::new();
+    let mut method_lines = Vec::new();
+    for m in methods {
+        if m.token == 0 || m.path.is_empty() {
+            continue;
+        }
+        let Some(symbols) = symbols(&m.path) else { continue };
+        if let Some(first) = symbols.first_line(m.token) {
+            method_lines.push((m.id, files.line(&first.file, first.line)));
+        }
+        tokens.insert(m.id, (symbols, m.token));
+    }
+    method_lines.sort_unstable_by_key(|&(id, _)| id);
+    method_lines.dedup_by_key(|&mut (id, _)| id);
+    // Several IL offsets make one line: summed.
+    let mut by_line: BTreeMap<(u32, SourceLine), (u64, u64)> = BTreeMap::new();
+    for record in lines {
+        let Some((symbols, token)) = tokens.get(&record.method) else { continue };
+        let Some(at) = symbols.line(*token, record.il_offset) else { continue };
+        let counts = by_line.entry((record.method, files.line(&at.file, at.line))).or_default();
+        counts.0 += record.self_samples;
+        counts.1 += record.total_samples;
+    }
+    let lines = by_line
+        .into_iter()
+        .map(|((method, at), (self_samples, total_samples))| LineSamples { method, at, self_samples, total_samples })
+        .collect();
+    Sources { files: files.names, methods: method_lines, lines }
+}
+
+/// The file table being built.
+#[derive(Default)]
+struct Files {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Files {
+    fn line(&mut self, file: &str, line: u32) -> SourceLine {
+        let next = self.names.len() as u32;
+        let file = *self.index.entry(file.to_string()).or_insert_with(|| {
+            self.names.push(file.to_string());
+            next
+        });
+        SourceLine { file, line }
+    }
+}
