@@ -64,6 +64,10 @@ fn attach_samples_a_running_program_detaches_and_attaches_again() {
     let stop = dir.path().join("stop");
     let service = start_service(&dotnet(), &stop, &[]);
     let pid = service.pid();
+    // The socket a killed runtime with the same pid left behind, newer than the live one: no one
+    // listens there (a long test run reuses pids, and this once made an attach fail).
+    let stale = std::env::temp_dir().join(format!("dotnet-diagnostic-{pid}-1-socket"));
+    drop(std::os::unix::net::UnixListener::bind(&stale).expect("a stale socket"));
     for round in 1..=2 {
         let file = dir.path().join(format!("attach{round}.sonde"));
         let out = attach(pid, "1", &file, &[]);
@@ -76,6 +80,7 @@ fn attach_samples_a_running_program_detaches_and_attaches_again() {
         assert_eq!(threads_and_timers(pid).1, 0, "perf_event timers left after the detach");
         wait_detached(pid);
     }
+    let _ = std::fs::remove_file(&stale);
     stop_service(service, &stop);
 }
 

@@ -104,18 +104,28 @@ impl Target {
         self.root.join(inside.strip_prefix("/").unwrap_or(inside))
     }
 
-    /// The runtime's diagnostics socket (as seen from here).
+    /// The runtime's diagnostics socket (as seen from here). Sockets of earlier processes that
+    /// had the same pid may still lie there (a killed runtime leaves its socket behind), so the
+    /// one named after this process's start time (`/proc/PID/stat`'s `starttime`, the key the
+    /// runtime puts in the name) is taken, else the newest.
     pub fn diagnostics_socket(&self) -> Result<PathBuf> {
         let dir = self.host_path(&self.tmp);
         let prefix = format!("dotnet-diagnostic-{}-", self.ns_pid);
-        let found = std::fs::read_dir(&dir).ok().and_then(|entries| {
-            entries.flatten().map(|e| e.file_name()).find_map(|name| {
-                let name = name.to_str()?;
-                (name.starts_with(&prefix) && name.ends_with("-socket")).then(|| dir.join(name))
+        let mut found: Vec<(String, std::time::SystemTime)> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let key = name.strip_prefix(&prefix)?.strip_suffix("-socket")?.to_string();
+                Some((key, e.metadata().and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH)))
             })
-        });
-        match found {
-            Some(socket) => Ok(socket),
+            .collect();
+        found.sort_by_key(|&(_, modified)| std::cmp::Reverse(modified));
+        let start = process_start_time(self.pid);
+        let chosen = found.iter().find(|(key, _)| start.as_deref() == Some(key.as_str())).or_else(|| found.first());
+        match chosen {
+            Some((key, _)) => Ok(dir.join(format!("{prefix}{key}-socket"))),
             None => bail!(
                 "process {} has no diagnostics socket in {} (its diagnostics may be off: DOTNET_EnableDiagnostics=0)",
                 self.pid,
@@ -276,6 +286,15 @@ fn clsid_bytes() -> [u8; 16] {
         };
     }
     out
+}
+
+/// A process's start time in clock ticks after boot (`/proc/PID/stat`, field 22), as text.
+fn process_start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMM) STATE …": the command may hold spaces and parentheses; fields restart after
+    // the last ')', with the state as field 3.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(22 - 3).map(str::to_owned)
 }
 
 #[cfg(test)]
