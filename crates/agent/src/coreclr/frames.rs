@@ -11,21 +11,18 @@ use sonde_clr::sys::FunctionID;
 /// code through the dynamic linker's symbols, anything else as unknown code (stubs, JIT helpers).
 #[derive(Default)]
 pub(super) struct ClrFrames {
-    cache: sampling::AddressMap<usize, sampling::Frame>,
+    /// Each sampled address's frame and IL offset (`lines::NONE`: none).
+    cache: sampling::AddressMap<usize, (sampling::Frame, u32)>,
     runtime_calls: sampling::AddressMap<usize, bool>,
     native: sampling::NativeNames,
     modules: ModuleFiles,
-    /// Code regions whose shape was looked at (`learn_shape`), start → end: an address inside
-    /// one needs no question to the runtime.
-    known: std::collections::BTreeMap<usize, usize>,
+    /// The code versions sampled, by region start: an address inside one needs no question to
+    /// the runtime.
+    code: std::collections::BTreeMap<usize, std::sync::Arc<IlMap>>,
     table_full: bool,
-    /// IL offsets of sampled addresses (`lines::NONE`: none).
-    offsets: sampling::AddressMap<usize, u32>,
-    /// The IL maps of the code versions sampled, by region start.
-    il_maps: std::collections::BTreeMap<usize, std::sync::Arc<IlMap>>,
 }
 
-/// How one code version (its hot and cold regions) maps back to IL.
+/// One code version sampled: its hot and cold regions, and how they map back to IL.
 struct IlMap {
     /// `(start, end, offset of the region's first byte in the version's native offsets)`.
     regions: Vec<(usize, usize, u32)>,
@@ -35,6 +32,12 @@ struct IlMap {
 }
 
 impl IlMap {
+    /// The IL offset of the code at `ip`, in one of the regions.
+    fn il_offset_at(&self, ip: usize) -> Option<u32> {
+        let &(start, _, base) = self.regions.iter().find(|&&(start, end, _)| start <= ip && ip < end)?;
+        self.il_offset(base.checked_add(u32::try_from(ip - start).ok()?)?)
+    }
+
     /// The IL offset of native offset `native`: the entry covering it, else the nearest before it
     /// (an epilogue, a gap the JIT left unmapped, belongs to the code before it); a prologue is
     /// the method's start.
@@ -104,17 +107,45 @@ impl ModuleFiles {
 }
 
 impl ClrFrames {
-    /// Publishes the shape of the code containing `ip` (once per code version) for the sampling
-    /// handler, when its frames are not what the frame-pointer chain assumes: frameless code, or
-    /// an on-stack-replacement method (see `sampling::shapes`). Samples taken before it is
-    /// known were walked by the chain alone.
-    fn learn_shape(&mut self, function: FunctionID, ip: usize) {
+    /// The code version of `function` containing `ip`, asked of the runtime once per version:
+    /// its regions and IL map, and its shape published on the way ([`learn_shape`](Self::learn_shape)).
+    fn code(&mut self, function: FunctionID, ip: usize) -> Option<std::sync::Arc<IlMap>> {
+        if let Some((_, code)) = self.code.range(..=ip).next_back()
+            && code.regions.iter().any(|&(start, end, _)| start <= ip && ip < end)
+        {
+            return Some(code.clone());
+        }
+        let info = info()?;
+        let regions = info.code_containing(function, ip)?;
+        self.learn_shape(&regions);
+        let mut entries = info.il_to_native_map(function, regions.first()?.0).unwrap_or_default();
+        entries.sort_unstable_by_key(|e| e.0);
+        // Native offsets run on from the hot region into the cold one.
+        let mut base = 0u32;
+        let regions: Vec<_> = regions
+            .iter()
+            .map(|&(start, size)| {
+                let region = (start, start + size, base);
+                base = base.saturating_add(size as u32);
+                region
+            })
+            .collect();
+        let code = std::sync::Arc::new(IlMap { regions, entries });
+        for &(start, _, _) in &code.regions {
+            self.code.insert(start, code.clone());
+        }
+        Some(code)
+    }
+
+    /// Publishes the shape of a code version (its `(start, size)` regions, the entry first) for
+    /// the sampling handler, when its frames are not what the frame-pointer chain assumes:
+    /// frameless code, or an on-stack-replacement method (see `sampling::shapes`). Samples taken
+    /// before it is known were walked by the chain alone.
+    fn learn_shape(&mut self, regions: &[(usize, usize)]) {
         use sampling::shapes::{self, SHAPES, Shape};
-        if self.table_full || self.known.range(..=ip).next_back().is_some_and(|(_, &end)| ip < end) {
+        if self.table_full {
             return;
         }
-        let Some(regions) = info().and_then(|info| info.code_containing(function, ip)) else { return };
-        self.known.extend(regions.iter().map(|&(start, size)| (start, start + size)));
         let Some(&(entry, size)) = regions.first() else { return };
         // The prologue tells frameless code; an OSR method's epilogue is anywhere in its code,
         // which is then read whole (bounded).
@@ -137,7 +168,7 @@ impl ClrFrames {
                 None => return,
             }
         };
-        for &(start, size) in &regions {
+        for &(start, size) in regions {
             if !SHAPES.insert(start, start + size, shape) {
                 self.table_full = true;
                 crate::log::log!(
@@ -150,40 +181,11 @@ impl ClrFrames {
 }
 
 impl ClrFrames {
-    /// The IL map of the code version containing managed code at `ip`, once per version.
-    fn il_map(&mut self, ip: usize) -> Option<std::sync::Arc<IlMap>> {
-        if let Some((_, map)) = self.il_maps.range(..=ip).next_back()
-            && map.regions.iter().any(|&(start, end, _)| start <= ip && ip < end)
-        {
-            return Some(map.clone());
-        }
-        let info = info()?;
-        let function = info.function_from_ip(ip)?;
-        let regions = info.code_containing(function, ip)?;
-        let mut entries = info.il_to_native_map(function, regions.first()?.0)?;
-        entries.sort_unstable_by_key(|e| e.0);
-        // Native offsets run on from the hot region into the cold one.
-        let mut base = 0u32;
-        let regions: Vec<_> = regions
-            .iter()
-            .map(|&(start, size)| {
-                let region = (start, start + size, base);
-                base = base.saturating_add(size as u32);
-                region
-            })
-            .collect();
-        let map = std::sync::Arc::new(IlMap { regions, entries });
-        for &(start, _, _) in &map.regions {
-            self.il_maps.insert(start, map.clone());
-        }
-        Some(map)
-    }
-}
-
-impl sampling::FrameResolver for ClrFrames {
-    fn resolve(&mut self, ip: usize) -> sampling::Frame {
-        if let Some(&frame) = self.cache.get(&ip) {
-            return frame;
+    /// The frame of the code at `ip` and its IL offset (`lines::NONE` for none), once per
+    /// address.
+    fn resolved(&mut self, ip: usize) -> (sampling::Frame, u32) {
+        if let Some(&found) = self.cache.get(&ip) {
+            return found;
         }
         if self.cache.len() > 1 << 20 {
             self.cache.clear();
@@ -191,32 +193,29 @@ impl sampling::FrameResolver for ClrFrames {
         // Native code first: code in an object the dynamic linker loaded is never managed (the
         // runtime maps ReadyToRun images and places JIT code itself), and the runtime need not
         // be asked about the many native addresses of a JIT-heavy program's stacks.
-        let frame = if let Some(method) = self.native.frame(methods(), ip) {
-            sampling::Frame { method, managed: false }
+        let found = if let Some(method) = self.native.frame(methods(), ip) {
+            (sampling::Frame { method, managed: false }, sampling::lines::NONE)
         } else if let Some(function) = info().and_then(|info| info.function_from_ip(ip)) {
-            self.learn_shape(function, ip);
-            sampling::Frame { method: self.managed(function), managed: true }
+            let offset = self.code(function, ip).and_then(|code| code.il_offset_at(ip));
+            (sampling::Frame { method: self.managed(function), managed: true }, offset.unwrap_or(sampling::lines::NONE))
         } else {
-            sampling::Frame { method: methods().pseudo("[unknown code]", "", ""), managed: false }
+            (
+                sampling::Frame { method: methods().pseudo("[unknown code]", "", ""), managed: false },
+                sampling::lines::NONE,
+            )
         };
-        self.cache.insert(ip, frame);
-        frame
+        self.cache.insert(ip, found);
+        found
+    }
+}
+
+impl sampling::FrameResolver for ClrFrames {
+    fn resolve(&mut self, ip: usize) -> sampling::Frame {
+        self.resolved(ip).0
     }
 
     fn il_offset(&mut self, ip: usize) -> Option<u32> {
-        use sampling::lines::NONE;
-        if let Some(&offset) = self.offsets.get(&ip) {
-            return (offset != NONE).then_some(offset);
-        }
-        if self.offsets.len() > 1 << 20 {
-            self.offsets.clear();
-        }
-        let offset = self.il_map(ip).and_then(|map| {
-            let &(start, _, base) = map.regions.iter().find(|&&(start, end, _)| start <= ip && ip < end)?;
-            map.il_offset(base.checked_add(u32::try_from(ip - start).ok()?)?)
-        });
-        self.offsets.insert(ip, offset.unwrap_or(NONE));
-        offset
+        Some(self.resolved(ip).1).filter(|&offset| offset != sampling::lines::NONE)
     }
 
     fn calls_runtime(&mut self, return_address: usize) -> bool {

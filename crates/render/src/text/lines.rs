@@ -54,12 +54,19 @@ const MAX_SOURCE: u64 = 4 << 20;
 /// Basic source of a sane size: the path comes from the profiled program's symbols, so nothing
 /// else is ever read (not a device, not `/etc/shadow` renamed in a PDB).
 pub fn source_lines(path: &str) -> Option<Vec<String>> {
-    let is_source = [".cs", ".fs", ".vb"].iter().any(|ext| path.to_ascii_lowercase().ends_with(ext));
-    let meta = std::fs::metadata(path).ok()?;
-    if !is_source || !meta.is_file() || meta.len() > MAX_SOURCE {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if ![".cs", ".fs", ".vb"].iter().any(|ext| path.to_ascii_lowercase().ends_with(ext)) {
         return None;
     }
-    let text = std::fs::read(path).ok()?;
+    // Checked on the open file (a FIFO opened without O_NONBLOCK would block the report).
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > MAX_SOURCE {
+        return None;
+    }
+    let mut text = Vec::new();
+    file.take(MAX_SOURCE).read_to_end(&mut text).ok()?;
     Some(String::from_utf8_lossy(&text).lines().map(str::to_owned).collect())
 }
 
