@@ -89,6 +89,7 @@ fn nasty_profile() -> Profile {
     let wall_ns = 2_000_000;
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,

@@ -10,7 +10,8 @@
 
 use crate::collector::Session;
 use sonde_profile::{
-    Compensation, Method, Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timing,
+    Compensation, Instantiation, Method, Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread,
+    Timing,
 };
 use sonde_protocol::{HookCost, NodeRecord};
 
@@ -128,7 +129,18 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         timeline: snapshot.timeline.clone(),
     };
     let sources = crate::sources::resolve(session.methods.values(), &snapshot.lines);
-    let profile = Profile { sources, events, run, methods, threads, nodes };
+    // session.methods is a BTreeMap: ascending ids, as the profile wants them.
+    let instantiations = session
+        .methods
+        .iter()
+        .filter(|(_, m)| !m.type_args.is_empty() || !m.method_args.is_empty())
+        .map(|(&method, m)| Instantiation {
+            method,
+            type_args: m.type_args.clone(),
+            method_args: m.method_args.clone(),
+        })
+        .collect();
+    let profile = Profile { sources, events, run, methods, threads, nodes, instantiations };
     profile.validate().ok()?;
     Some(profile)
 }

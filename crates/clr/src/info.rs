@@ -316,7 +316,7 @@ impl ProfilerInfo {
         let (name, signature) = import.method_name_and_signature(token)?;
         let (path, assembly) = self.module_path_and_assembly(module)?;
         let module = sonde_metadata::module_file_name(&path);
-        Ok(MethodNames { name, signature, assembly, module, path, token })
+        Ok(MethodNames { name, signature, assembly, module, path, token, ..Default::default() })
     }
 
     /// The class of an object the runtime passed to the running callback.
@@ -419,6 +419,90 @@ impl ProfilerInfo {
         let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
         call!(self.GetFunctionInfo(function, &mut class, &mut module, &mut token))?;
         Ok((class, module, token))
+    }
+
+    /// The type arguments of a function that instantiates generic code, named as [`type_name`]
+    /// names them (`System.__Canon` for code shared by reference types): its class's, outermost
+    /// type first, and its own. Both empty for a function that is not generic.
+    ///
+    /// [`type_name`]: Self::type_name
+    pub fn type_arguments(&self, function: FunctionID) -> Result<(Vec<String>, Vec<String>), HResult> {
+        /// More would be a damaged answer: C# allows far fewer in practice.
+        const MAX_ARGS: u32 = 64;
+        let (mut class, mut module, mut token, mut count) = (0usize, 0usize, 0u32, 0u32);
+        call!(self.GetFunctionInfo2(function, 0, &mut class, &mut module, &mut token, 0, &mut count, null_mut()))?;
+        let mut own = vec![0 as ClassID; count.min(MAX_ARGS) as usize];
+        if !own.is_empty() {
+            let capacity = own.len() as u32;
+            call!(self.GetFunctionInfo2(
+                function,
+                0,
+                &mut class,
+                &mut module,
+                &mut token,
+                capacity,
+                &mut count,
+                own.as_mut_ptr()
+            ))?;
+            own.truncate(count.min(capacity) as usize);
+        }
+        let mut of_class = Vec::new();
+        if class != 0 {
+            let (mut class_module, mut type_def, mut parent, mut n) = (0usize, 0u32, 0usize, 0u32);
+            call!(self.GetClassIDInfo2(class, &mut class_module, &mut type_def, &mut parent, 0, &mut n, null_mut()))?;
+            of_class = vec![0 as ClassID; n.min(MAX_ARGS) as usize];
+            if !of_class.is_empty() {
+                let capacity = of_class.len() as u32;
+                call!(self.GetClassIDInfo2(
+                    class,
+                    &mut class_module,
+                    &mut type_def,
+                    &mut parent,
+                    capacity,
+                    &mut n,
+                    of_class.as_mut_ptr()
+                ))?;
+                of_class.truncate(n.min(capacity) as usize);
+            }
+        }
+        let name = |class: &ClassID| self.instantiated_type_name(*class, 0);
+        Ok((of_class.iter().map(name).collect(), own.iter().map(name).collect()))
+    }
+
+    /// [`type_name`](Self::type_name) with a generic instantiation's type arguments after it, arity
+    /// markers dropped (`System.Collections.Generic.List<System.Int32>`), nested arguments too,
+    /// to a few levels; `?` for a type the runtime would not name.
+    fn instantiated_type_name(&self, class: ClassID, depth: u32) -> String {
+        const MAX_DEPTH: u32 = 4;
+        const MAX_ARGS: usize = 16;
+        let Ok(name) = self.type_name(class) else { return "?".to_string() };
+        let (mut module, mut type_def, mut parent, mut n) = (0usize, 0u32, 0usize, 0u32);
+        let mut args = [0 as ClassID; MAX_ARGS];
+        let asked = call!(self.GetClassIDInfo2(
+            class,
+            &mut module,
+            &mut type_def,
+            &mut parent,
+            MAX_ARGS as u32,
+            &mut n,
+            args.as_mut_ptr()
+        ));
+        let n = (n as usize).min(MAX_ARGS);
+        if asked.is_err() || n == 0 || !name.contains('`') {
+            return name;
+        }
+        let mut bare = String::with_capacity(name.len());
+        let mut rest = name.as_str();
+        while let Some(tick) = rest.find('`') {
+            bare.push_str(&rest[..tick]);
+            rest = rest[tick + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        bare.push_str(rest);
+        let inner: Vec<String> = args[..n]
+            .iter()
+            .map(|&arg| if depth < MAX_DEPTH { self.instantiated_type_name(arg, depth + 1) } else { "…".to_string() })
+            .collect();
+        format!("{bare}<{}>", inner.join(", "))
     }
 
     /// A module's path as the runtime loaded it (empty or a display name for a module that has

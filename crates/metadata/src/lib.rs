@@ -13,7 +13,7 @@ pub mod tables;
 pub use signature::TypeNames;
 
 /// Names of one method, as metadata spells them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MethodNames {
     /// `Namespace.Type.Method`, nested types joined with `+`.
     pub name: String,
@@ -27,6 +27,11 @@ pub struct MethodNames {
     pub path: String,
     /// The method's MethodDef token (0 for code without one: wrappers, dynamic methods).
     pub token: u32,
+    /// For an instantiation of generic code: its type's type arguments, outermost type first
+    /// (empty otherwise, or when not known).
+    pub type_args: Vec<String>,
+    /// For an instantiation of a generic method: the method's own type arguments.
+    pub method_args: Vec<String>,
 }
 
 /// Metadata token kinds (ECMA-335 II.22): the top byte of a token names its table.

@@ -47,8 +47,12 @@ opaque!(
     MonoJitInfo,
     MonoDomain,
     MonoAssembly,
-    MonoThreadInfo
+    MonoThreadInfo,
+    MonoType
 );
+
+/// `MONO_TYPE_GENERICINST` (metadata/blob.h): a generic type instantiated (`Table<Row>`).
+pub const MONO_TYPE_GENERICINST: c_int = 0x15;
 
 /// `typedef struct _MonoProfilerDesc *MonoProfilerHandle;`
 pub type MonoProfilerHandle = *mut MonoProfilerDesc;
@@ -274,6 +278,9 @@ mono_api! {
     mono_class_get_name: fn(*mut MonoClass) -> *const c_char;
     mono_class_get_namespace: fn(*mut MonoClass) -> *const c_char;
     mono_class_get_nesting_type: fn(*mut MonoClass) -> *mut MonoClass;
+    mono_class_get_type: fn(*mut MonoClass) -> *mut MonoType;
+    mono_type_get_type: fn(*mut MonoType) -> c_int;
+    mono_type_get_name: fn(*mut MonoType) -> *mut c_char;
     // image.h, assembly.h
     mono_image_get_entry_point: fn(*mut MonoImage) -> u32;
     mono_image_is_dynamic: fn(*mut MonoImage) -> mono_bool;

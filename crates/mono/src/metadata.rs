@@ -42,7 +42,7 @@ impl Method<'_> {
             .and_then(|blob| signature::method_signature(blob, &md))
             .unwrap_or_else(|| UNREADABLE_SIGNATURE.into());
         let (assembly, module, path) = md.assembly_and_module();
-        Some(MethodNames { name, signature, assembly, module, path, token })
+        Some(MethodNames { name, signature, assembly, module, path, token, ..Default::default() })
     }
 
     /// Names code that has no metadata of its own (Mono's wrappers, dynamic methods), for sampling
@@ -65,7 +65,7 @@ impl Method<'_> {
             Some(image) => Metadata { api, image }.assembly_and_module(),
             None => Default::default(),
         };
-        Some(MethodNames { name, signature: String::new(), assembly, module, path, token: 0 })
+        Some(MethodNames { name, assembly, module, path, ..Default::default() })
     }
 
     /// The method's image, MethodDef token and its class's TypeDef token; `None` for code without
@@ -116,6 +116,33 @@ impl Method<'_> {
     pub fn definition(&self) -> Option<Definition> {
         let (_, image, token, _) = self.rows()?;
         Some(Definition { image: image as usize, token })
+    }
+
+    /// The type arguments of the method's class when it is an instantiation of a generic type
+    /// (`Acme.Table<Acme.Row>`: `["Acme.Row"]`), as Mono names types; empty otherwise. Mono
+    /// builds the name only for an instantiation.
+    pub fn class_type_args(&self) -> Vec<String> {
+        let Some(api) = api() else { return Vec::new() };
+        // SAFETY: getters on the live method, its class and its type; the name is Mono's, copied
+        // and freed once.
+        let name = unsafe {
+            let class = (api.mono_method_get_class)(self.ptr.as_ptr());
+            if class.is_null() {
+                return Vec::new();
+            }
+            let ty = (api.mono_class_get_type)(class);
+            if ty.is_null() || (api.mono_type_get_type)(ty) != MONO_TYPE_GENERICINST {
+                return Vec::new();
+            }
+            let full = (api.mono_type_get_name)(ty);
+            if full.is_null() {
+                return Vec::new();
+            }
+            let name = c_string(full);
+            (api.mono_free)(full.cast());
+            name
+        };
+        type_arguments(&name)
     }
 
     /// Whether the method is its image's entry point (the `Main` of an executable), from the
@@ -260,5 +287,47 @@ impl TypeNames for Metadata<'_> {
             TYPE_SPEC => self.type_spec_name(token),
             _ => None,
         }
+    }
+}
+
+/// The type arguments in a generic instance's name as Mono spells it (`` Acme.Table`1<Acme.Row> ``,
+/// `` System.Collections.Generic.Dictionary`2<string, System.Collections.Generic.List`1<int>> ``):
+/// the top-level arguments of its first argument list; empty when it has none.
+fn type_arguments(name: &str) -> Vec<String> {
+    let Some(open) = name.find('<') else { return Vec::new() };
+    let mut args = Vec::new();
+    let (mut depth, mut start) = (0usize, open + 1);
+    for (i, c) in name.char_indices().skip_while(|&(i, _)| i <= open) {
+        match c {
+            '<' | '[' => depth += 1,
+            '>' | ']' if depth > 0 => depth -= 1,
+            '>' => {
+                args.push(name[start..i].trim().to_string());
+                return args;
+            }
+            ',' if depth == 0 => {
+                args.push(name[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod type_argument_tests {
+    use super::type_arguments;
+
+    #[test]
+    fn mono_instance_names_give_their_arguments() {
+        assert_eq!(type_arguments("Acme.Table`1<Acme.Row>"), ["Acme.Row"]);
+        assert_eq!(
+            type_arguments("System.Collections.Generic.Dictionary`2<string, System.Collections.Generic.List`1<int>>"),
+            ["string", "System.Collections.Generic.List`1<int>"]
+        );
+        assert_eq!(type_arguments("Acme.Table`1<int[,]>"), ["int[,]"]);
+        assert!(type_arguments("Acme.Table").is_empty());
+        assert!(type_arguments("Acme.Table`1<unclosed").is_empty());
     }
 }

@@ -31,6 +31,7 @@
 //! | `loading` | `RuntimeEvents::loading` ([`crate::model::Loading`]: JIT, modules) | version 2 |
 //! | `timeline` | `RuntimeEvents::timeline` ([`crate::model::Timeline`]: throws, compilations) | version 2 |
 //! | `sources` | `Profile::sources` ([`crate::model::Sources`]: first lines, samples by line) | version 2 |
+//! | `instantiations` | `Profile::instantiations` ([`crate::model::Instantiation`]: generic type arguments) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -174,6 +175,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if profile.sources != Default::default() {
         list.push(("sources".to_string(), encode(&profile.sources)));
     }
+    if !profile.instantiations.is_empty() {
+        list.push(("instantiations".to_string(), encode(&profile.instantiations)));
+    }
     list
 }
 
@@ -193,6 +197,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
             "sources" => profile.sources = postcard::from_bytes(bytes)?,
+            "instantiations" => profile.instantiations = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

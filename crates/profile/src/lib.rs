@@ -15,6 +15,7 @@
 pub mod analysis;
 pub mod file;
 pub mod model;
+pub mod names;
 
 #[cfg(test)]
 mod testkit;
@@ -25,7 +26,8 @@ pub use analysis::{
 pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_profile, save, write_profile};
 pub use model::{
     AllocSampling, AllocationCount, Allocations, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    GcSummary, InvalidProfile, LineSamples, Loading, LostSamples, Method, Mode, ModuleLoad, Node, NodeEvents, Profile,
-    RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline, TimelineEvent, TimelineKind,
-    Timing,
+    GcSummary, Instantiation, InvalidProfile, LineSamples, Loading, LostSamples, Method, Mode, ModuleLoad, Node,
+    NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline,
+    TimelineEvent, TimelineKind, Timing,
 };
+pub use names::{Kind, display_name};

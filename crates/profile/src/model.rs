@@ -198,6 +198,23 @@ pub struct Profile {
     /// recording found no symbols.
     #[serde(skip)]
     pub sources: Sources,
+    /// The type arguments of methods that are instantiations of generic code (the file's
+    /// `instantiations` extension), by method id, ascending, one each: what tells
+    /// `Acme.Table<Acme.Row>.Fill` from `Acme.Table<Acme.Col>.Fill`, both named
+    /// `` Acme.Table`1.Fill ``. Empty when the agent named none.
+    #[serde(skip)]
+    pub instantiations: Vec<Instantiation>,
+}
+
+/// A method that is one instantiation of generic code: its type arguments as the runtime named
+/// them (`System.__Canon` for code shared by reference types).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instantiation {
+    pub method: u32,
+    /// The declaring type's, outermost type first.
+    pub type_args: Vec<String>,
+    /// The method's own.
+    pub method_args: Vec<String>,
 }
 
 /// Source locations, from the symbols (portable PDB, Mono `.mdb`) of the modules the methods came
@@ -531,6 +548,8 @@ pub enum InvalidProfile {
     NodeEventsOutOfOrder { node: u32, nodes: usize },
     #[error("source lines name method {method} of {methods}, file {file} of {files}, or are out of order")]
     SourcesOutOfRange { method: u32, methods: usize, file: u32, files: usize },
+    #[error("generic instantiations name method {method} of {methods}, or are out of order")]
+    InstantiationsOutOfOrder { method: u32, methods: usize },
 }
 
 impl Profile {
@@ -568,7 +587,29 @@ impl Profile {
             }
             previous = Some(e.node);
         }
+        let mut previous = None;
+        for i in &self.instantiations {
+            if i.method as usize >= self.methods.len() || previous.is_some_and(|p| p >= i.method) {
+                return Err(InvalidProfile::InstantiationsOutOfOrder { method: i.method, methods: self.methods.len() });
+            }
+            previous = Some(i.method);
+        }
         self.validate_sources()
+    }
+
+    /// What reports call method `method` ([`crate::names::display_name`]): the programmer's name
+    /// for compiler-generated code, with the type arguments of an instantiation.
+    pub fn display_name(&self, method: u32) -> std::borrow::Cow<'_, str> {
+        let Some(m) = self.methods.get(method as usize) else { return "".into() };
+        let generic =
+            self.instantiations.binary_search_by_key(&method, |i| i.method).ok().map(|at| &self.instantiations[at]);
+        let (types, own) = generic.map_or((&[][..], &[][..]), |i| (&i.type_args[..], &i.method_args[..]));
+        crate::names::display_name(&m.name, &m.signature, types, own)
+    }
+
+    /// What kind of code method `method` is.
+    pub fn kind(&self, method: u32) -> crate::names::Kind {
+        self.methods.get(method as usize).map_or(crate::names::Kind::Runtime, |m| crate::names::Kind::of(&m.name))
     }
 
     /// Source lines name methods and files that exist, in the order lookups rely on.

@@ -37,6 +37,7 @@ impl Builder {
         Builder {
             profile: Profile {
                 sources: Default::default(),
+                instantiations: Default::default(),
                 events: Default::default(),
                 run: run_info(Mode::Tracing),
                 methods: Vec::new(),

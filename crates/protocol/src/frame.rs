@@ -78,6 +78,8 @@ mod tests {
                 module: "Calls.exe".into(),
                 path: "/app/Calls.exe".into(),
                 token: 0x0600_0002,
+                type_args: vec!["Acme.Row".into()],
+                method_args: vec![],
             }],
             threads: vec![ThreadSnapshot {
                 os_tid: 42,

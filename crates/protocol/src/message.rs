@@ -13,7 +13,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -81,6 +81,10 @@ pub struct MethodRecord {
     pub path: String,
     /// The MethodDef token (0 for pseudo-methods and code without one).
     pub token: u32,
+    /// For an instantiation of generic code: its type's type arguments, outermost type first.
+    pub type_args: Vec<String>,
+    /// For an instantiation of a generic method: the method's own type arguments.
+    pub method_args: Vec<String>,
 }
 
 /// Samples at one IL offset of one method, cumulative (sampling mode). Resolved to a source line

@@ -44,6 +44,7 @@ fn chain(depth: u32, mode: Mode) -> Profile {
     let method = |name| profiles::method(name, "(int32) -> int32", "Deep.dll");
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run,
         methods: vec![method("Deep.Program.Main"), method("Deep.Program.Recurse")],

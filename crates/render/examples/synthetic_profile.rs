@@ -88,6 +88,7 @@ fn profile(n: usize) -> Profile {
     let wall_ns = nodes.iter().filter(|n| n.parent.is_none()).map(|n| n.total_ns).max().unwrap_or(0);
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: RunInfo {
             mode: Mode::Tracing,

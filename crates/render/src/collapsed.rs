@@ -79,11 +79,9 @@ impl FoldedStacks {
         // Frame names, interned after cleaning so that names which clean to the same text merge.
         let mut name_ids: HashMap<String, u32> = HashMap::new();
         let mut names: Vec<String> = Vec::new();
-        let method_name: Vec<u32> = profile
-            .methods
-            .iter()
+        let method_name: Vec<u32> = (0..profile.methods.len() as u32)
             .map(|m| {
-                let clean = frame_name(&m.name);
+                let clean = frame_name(&profile.display_name(m));
                 *name_ids.entry(clean).or_insert_with_key(|clean| {
                     names.push(clean.clone());
                     names.len() as u32 - 1

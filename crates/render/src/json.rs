@@ -76,6 +76,8 @@ impl Renderer for JsonRenderer {
                 profile.methods.iter().zip(analysis.methods()).enumerate().map(|(id, (m, s))| MethodView {
                     id,
                     name: &m.name,
+                    display_name: profile.display_name(id as u32),
+                    kind: profile.kind(id as u32).as_str(),
                     signature: &m.signature,
                     assembly: &m.assembly,
                     module: &m.module,
@@ -297,6 +299,8 @@ struct ThreadView<'a> {
 struct MethodView<'a, L> {
     id: usize,
     name: &'a str,
+    display_name: std::borrow::Cow<'a, str>,
+    kind: &'static str,
     signature: &'a str,
     assembly: &'a str,
     module: &'a str,

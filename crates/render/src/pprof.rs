@@ -276,18 +276,20 @@ impl Renderer for PprofRenderer {
         write(&mut out, &part)?;
         part.sample.clear();
 
+        // The name reports show; the system name is the compiler's, with its signature.
         let methods = profile.methods.iter().enumerate().filter(|&(m, _)| used[m]).map(|(m, method)| {
-            (m as u64 + 1, method.name.as_str(), format!("{}{}", method.name, method.signature), method.module.as_str())
+            let shown = profile.display_name(m as u32);
+            (m as u64 + 1, shown, format!("{}{}", method.name, method.signature), method.module.as_str())
         });
         let cut_markers = marker_names
             .iter()
             .enumerate()
-            .map(|(i, name)| ((profile.methods.len() + 1 + i) as u64, name.as_str(), name.clone(), ""));
+            .map(|(i, name)| ((profile.methods.len() + 1 + i) as u64, name.as_str().into(), name.clone(), ""));
         for (id, name, system_name, file) in methods.chain(cut_markers) {
             part.location.push(Location { id, line: vec![Line { function_id: id }] });
             part.function.push(Function {
                 id,
-                name: strings.intern(name),
+                name: strings.intern(&name),
                 system_name: strings.intern(&system_name),
                 filename: strings.intern(file),
             });

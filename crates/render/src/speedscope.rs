@@ -83,11 +83,15 @@ impl Renderer for SpeedscopeRenderer {
         string(&mut out, &format!("Sonde: {}", command_line(&profile.run.command)))?;
         write!(out, ",\n\"exporter\":\"sonde\",\n\"activeProfileIndex\":0,\n\"shared\":{{\"frames\":[")?;
         let marker_names: Vec<String> = markers.frames_cut.iter().map(|&frames| cut_frame_name(frames)).collect();
-        let methods = profile.methods.iter().map(|m| (m.name.as_str(), m.module.as_str()));
-        for (i, (name, file)) in methods.chain(marker_names.iter().map(|n| (n.as_str(), ""))).enumerate() {
+        let methods = profile
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(m, method)| (profile.display_name(m as u32), method.module.as_str()));
+        for (i, (name, file)) in methods.chain(marker_names.iter().map(|n| (n.as_str().into(), ""))).enumerate() {
             out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
             out.write_all(b"{\"name\":")?;
-            string(&mut out, name)?;
+            string(&mut out, &name)?;
             if !file.is_empty() {
                 out.write_all(b",\"file\":")?;
                 string(&mut out, file)?;

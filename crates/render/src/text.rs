@@ -47,6 +47,8 @@ struct View<'a> {
     /// The count column shows calls in tracing mode, samples in sampling mode, which counts no
     /// calls.
     counts_calls: bool,
+    /// What each method is called here ([`Profile::display_name`]).
+    names: Vec<std::borrow::Cow<'a, str>>,
 }
 
 impl<'a> View<'a> {
@@ -56,6 +58,7 @@ impl<'a> View<'a> {
             analysis,
             has_time: analysis.totals().total_ns > 0,
             counts_calls: profile.run.mode == Mode::Tracing,
+            names: (0..profile.methods.len() as u32).map(|m| profile.display_name(m)).collect(),
         }
     }
 
@@ -82,8 +85,8 @@ impl<'a> View<'a> {
         if self.counts_calls { "calls" } else { "samples" }
     }
 
-    fn name(&self, method: u32) -> Clean<'a> {
-        Clean(&self.profile.methods[method as usize].name)
+    fn name(&self, method: u32) -> Clean<'_> {
+        Clean(&self.names[method as usize])
     }
 
     /// The method's name, and where it starts when its symbols said: `Acme.Run (Run.cs:42)`.

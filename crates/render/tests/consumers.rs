@@ -71,7 +71,7 @@ fn stack(profile: &Profile, node: usize) -> Vec<String> {
     let mut at = Some(node as u32);
     while let Some(i) = at {
         let n = &profile.nodes[i as usize];
-        names.push(profile.methods[n.method as usize].name.clone());
+        names.push(profile.display_name(n.method).into_owned());
         at = n.parent;
     }
     names.reverse();
@@ -158,6 +158,7 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     // Without expectations: structure only, on an empty profile.
     let empty = Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: profiles::run(Mode::Sampling),
         methods: vec![],

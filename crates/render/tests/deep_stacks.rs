@@ -26,6 +26,7 @@ fn profile(mode: Mode, rows: &[profiles::Row]) -> Profile {
     let thread = |os_tid| Thread { os_tid, name: None, wall_ns: 1, cpu_user_ns: 0, cpu_kernel_ns: 0 };
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: profiles::run(mode),
         methods: profiles::methods(),

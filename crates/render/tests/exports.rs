@@ -54,7 +54,7 @@ fn collapsed_merges_threads_and_conserves_weight() {
     // The two overloads of Html share a name, so they share one line; `;` in a name is not a
     // frame separator.
     let folded = text(Format::Collapsed, &profiles::tracing());
-    assert!(folded.contains("App.Program.Main;App.Program.<Main>b__0_0;App.Render.Html 11000\n"), "{folded}");
+    assert!(folded.contains("App.Program.Main;App.Program.Main.<lambda>;App.Render.Html 11000\n"), "{folded}");
     assert!(folded.contains("App.Program.Main;App.Weird:Name 30000\n"), "{folded}");
 }
 
@@ -121,6 +121,7 @@ fn the_flame_graph_is_deterministic_and_escapes_names() {
 fn an_empty_profile_exports_empty_but_valid_files() {
     let profile = Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: profiles::run(Mode::Tracing),
         methods: vec![],
@@ -163,6 +164,7 @@ fn deep_recursion_renders() {
     for mode in [Mode::Tracing, Mode::Sampling] {
         let profile = Profile {
             sources: Default::default(),
+            instantiations: Default::default(),
             events: Default::default(),
             run: profiles::run(mode),
             methods: profiles::methods(),

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use sonde_profile::{
     AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    LineSamples, Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents,
-    SourceLine, Sources, Thread, Timing,
+    Instantiation, LineSamples, Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime,
+    RuntimeEvents, SourceLine, Sources, Thread, Timing,
 };
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
@@ -97,6 +97,7 @@ fn tracing_profile() -> Profile {
     run.lost = 3;
     Profile {
         sources: sources(false),
+        instantiations: Vec::new(),
         events: Default::default(),
         run,
         methods: methods(),
@@ -194,6 +195,12 @@ fn sampling_profile() -> Profile {
     ];
     Profile {
         sources: sources(true),
+        // Node`1 instantiated over an `int`: its name shows the argument.
+        instantiations: vec![Instantiation {
+            method: 2,
+            type_args: vec!["System.Int32".into()],
+            method_args: Vec::new(),
+        }],
         events,
         run,
         methods: methods(),
@@ -387,6 +394,8 @@ fn json_parses_back_with_the_contract_keys_in_order() {
                 &[
                     "id",
                     "name",
+                    "display_name",
+                    "kind",
                     "signature",
                     "assembly",
                     "module",
@@ -455,6 +464,7 @@ fn json_reports_recursion_aware_totals_and_exact_names() {
 fn an_empty_profile_renders() {
     let profile = Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: vec![],

@@ -68,7 +68,8 @@ impl ClrFrames {
         // one (see `sonde_metadata::tables`: asking for it slows the runtime down).
         let from_file = self.modules.method_names(info, function);
         sampling::module_files::count(from_file.is_some());
-        let names = from_file.or_else(|| info.method_names(function).ok());
+        let names =
+            from_file.or_else(|| info.method_names(function).ok()).map(|n| super::with_type_arguments(n, function));
         match names {
             Some(names) => methods().insert(function, names),
             None => methods().pseudo("[unnamed managed code]", "", ""),

@@ -493,7 +493,17 @@ fn map_function(function: FunctionID) -> Option<usize> {
     if !session.config.filter.traces(&names.name, &names.assembly) {
         return None;
     }
-    Some(methods().insert(function, names) as usize)
+    Some(methods().insert(function, with_type_arguments(names, function)) as usize)
+}
+
+/// `names` with the type arguments of the instantiation `function` is, if it is one: what tells
+/// `Table<Row>.Fill` from `Table<Col>.Fill` in reports. Once per function, when it is named.
+fn with_type_arguments(mut names: sonde_metadata::MethodNames, function: FunctionID) -> sonde_metadata::MethodNames {
+    if let Some(Ok((type_args, method_args))) = info().map(|info| info.type_arguments(function)) {
+        names.type_args = type_args;
+        names.method_args = method_args;
+    }
+    names
 }
 
 /// The runtime's version as its directory spells it (`.../Microsoft.NETCore.App/8.0.4/libcoreclr.so`),

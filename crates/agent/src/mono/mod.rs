@@ -299,7 +299,8 @@ impl Events for Agent {
         if !session.config.filter.traces(&names.name, &names.assembly) {
             return false;
         }
-        let id = methods().insert(key, names);
+        let type_args = method.class_type_args();
+        let id = methods().insert(key, sonde_metadata::MethodNames { type_args, ..names });
         IDS.insert(key, id)
     }
 

@@ -67,8 +67,9 @@ static COMPILED: Mutex<Vec<(usize, Names)>> = Mutex::new(Vec::new());
 enum Names {
     /// Named when compiled (no metadata row, or an image without a file).
     Known(MethodNames),
-    /// MethodDef `token` of the image file [`IMAGES`] holds at `image`.
-    InFile { image: u32, token: u32 },
+    /// MethodDef `token` of the image file [`IMAGES`] holds at `image`; the type arguments of
+    /// its class when it is a generic instance.
+    InFile { image: u32, token: u32, type_args: Vec<String> },
 }
 
 /// The images whose methods were compiled: image → index of its file's path, or `None` when it
@@ -144,9 +145,14 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
         None => {
             let file = method
                 .definition()
-                .and_then(|d| Some(Names::InFile { image: image_file(d.image, &method)?, token: d.token }));
-            let Some(names) =
-                file.or_else(|| method.describe().or_else(|| method.describe_wrapper()).map(Names::Known))
+                .and_then(|d| Some((image_file(d.image, &method)?, d.token)))
+                .map(|(image, token)| Names::InFile { image, token, type_args: method.class_type_args() });
+            let described = || {
+                let mut names = method.describe()?;
+                names.type_args = method.class_type_args();
+                Some(names)
+            };
+            let Some(names) = file.or_else(|| described().or_else(|| method.describe_wrapper()).map(Names::Known))
             else {
                 return;
             };
@@ -239,13 +245,13 @@ impl MonoFrames {
         let from_file = matches!(entry, Some((_, Names::InFile { .. })));
         let names = match entry {
             Some((key, Names::Known(names))) => Some((key, names)),
-            Some((key, Names::InFile { image, token })) => self
+            Some((key, Names::InFile { image, token, type_args })) => self
                 .files
                 .entry(image)
                 .or_insert_with(|| sampling::module_files::ModuleFile::open(&image_path(image)?, None))
                 .as_ref()
                 .and_then(|file| file.method_names(token))
-                .map(|names| (key, names)),
+                .map(|names| (key, sonde_metadata::MethodNames { type_args, ..names })),
             None => None,
         };
         let method = match names {

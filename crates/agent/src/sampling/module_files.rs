@@ -72,6 +72,7 @@ impl ModuleFile {
             module: self.module.clone(),
             path: self.path.clone(),
             token,
+            ..Default::default()
         })
     }
 }

@@ -45,8 +45,8 @@ impl MethodTable {
             return id;
         }
         let id = inner.records.len() as u32;
-        let MethodNames { name, signature, assembly, module, path, token } = names;
-        inner.records.push(MethodRecord { id, name, signature, assembly, module, path, token });
+        let MethodNames { name, signature, assembly, module, path, token, type_args, method_args } = names;
+        inner.records.push(MethodRecord { id, name, signature, assembly, module, path, token, type_args, method_args });
         inner.by_function.insert(function, id);
         id
     }
@@ -67,6 +67,8 @@ impl MethodTable {
             module: module.to_string(),
             path: String::new(),
             token: 0,
+            type_args: Vec::new(),
+            method_args: Vec::new(),
         });
         inner.pseudo.insert(name.to_string(), id);
         id

@@ -99,7 +99,7 @@ pub(super) fn write(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
     out.write_all(b"],\n\"methods\":[")?;
     for (i, m) in profile.methods.iter().enumerate() {
         out.write_all(if i > 0 { b",\n[" } else { b"\n[" })?;
-        string(out, &m.name)?;
+        string(out, &profile.display_name(i as u32))?;
         out.write_all(b",")?;
         string(out, &m.signature)?;
         write!(out, ",{}]", module_of[i])?;

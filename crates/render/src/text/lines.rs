@@ -13,7 +13,9 @@ use crate::fmt::{Clean, count, percent};
 /// contains it.
 pub fn matching(profile: &Profile, query: &str) -> Vec<u32> {
     let ids = |keep: &dyn Fn(&str) -> bool| -> Vec<u32> {
-        (0..profile.methods.len() as u32).filter(|&id| keep(&profile.methods[id as usize].name)).collect()
+        (0..profile.methods.len() as u32)
+            .filter(|&id| keep(&profile.methods[id as usize].name) || keep(&profile.display_name(id)))
+            .collect()
     };
     let exact = ids(&|name| name == query);
     if !exact.is_empty() {

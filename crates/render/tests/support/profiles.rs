@@ -97,6 +97,7 @@ fn threads() -> Vec<Thread> {
 pub fn tracing() -> Profile {
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
@@ -123,6 +124,7 @@ pub fn sampling() -> Profile {
     let ms = 1_000_000;
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: run(Mode::Sampling),
         methods: methods(),
@@ -170,6 +172,7 @@ pub fn recursive() -> Profile {
     }
     Profile {
         sources: Default::default(),
+        instantiations: Default::default(),
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
