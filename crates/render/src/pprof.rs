@@ -136,6 +136,8 @@ struct Function {
     system_name: i64,
     #[prost(int64, tag = "4")]
     filename: i64,
+    #[prost(int64, tag = "5")]
+    start_line: i64,
 }
 
 /// The string table: index 0 is `""`, as the format requires.
@@ -276,22 +278,27 @@ impl Renderer for PprofRenderer {
         write(&mut out, &part)?;
         part.sample.clear();
 
-        // The name reports show; the system name is the compiler's, with its signature.
+        // The name reports show; the system name is the compiler's, with its signature; the file
+        // is the method's source file and its start line when its symbols said, else its module.
         let methods = profile.methods.iter().enumerate().filter(|&(m, _)| used[m]).map(|(m, method)| {
             let shown = profile.display_name(m as u32);
-            (m as u64 + 1, shown, format!("{}{}", method.name, method.signature), method.module.as_str())
+            let at = profile.sources.method_line(m as u32);
+            let file = at.map_or(method.module.as_str(), |at| profile.sources.file(at));
+            let line = at.map_or(0, |at| i64::from(at.line));
+            (m as u64 + 1, shown, format!("{}{}", method.name, method.signature), file, line)
         });
         let cut_markers = marker_names
             .iter()
             .enumerate()
-            .map(|(i, name)| ((profile.methods.len() + 1 + i) as u64, name.as_str().into(), name.clone(), ""));
-        for (id, name, system_name, file) in methods.chain(cut_markers) {
+            .map(|(i, name)| ((profile.methods.len() + 1 + i) as u64, name.as_str().into(), name.clone(), "", 0));
+        for (id, name, system_name, file, start_line) in methods.chain(cut_markers) {
             part.location.push(Location { id, line: vec![Line { function_id: id }] });
             part.function.push(Function {
                 id,
                 name: strings.intern(&name),
                 system_name: strings.intern(&system_name),
                 filename: strings.intern(file),
+                start_line,
             });
             if part.function.len() == BATCH {
                 write(&mut out, &part)?;

@@ -83,18 +83,24 @@ impl Renderer for SpeedscopeRenderer {
         string(&mut out, &format!("Sonde: {}", command_line(&profile.run.command)))?;
         write!(out, ",\n\"exporter\":\"sonde\",\n\"activeProfileIndex\":0,\n\"shared\":{{\"frames\":[")?;
         let marker_names: Vec<String> = markers.frames_cut.iter().map(|&frames| cut_frame_name(frames)).collect();
-        let methods = profile
-            .methods
-            .iter()
-            .enumerate()
-            .map(|(m, method)| (profile.display_name(m as u32), method.module.as_str()));
-        for (i, (name, file)) in methods.chain(marker_names.iter().map(|n| (n.as_str().into(), ""))).enumerate() {
+        // A frame's file is the method's source file and its line where the method starts, when
+        // its symbols said; else the file is its module.
+        let methods = profile.methods.iter().enumerate().map(|(m, method)| {
+            let at = profile.sources.method_line(m as u32);
+            let file = at.map_or(method.module.as_str(), |at| profile.sources.file(at));
+            (profile.display_name(m as u32), file, at.map(|at| at.line))
+        });
+        let cut = marker_names.iter().map(|n| (n.as_str().into(), "", None));
+        for (i, (name, file, line)) in methods.chain(cut).enumerate() {
             out.write_all(if i == 0 { b"\n" } else { b",\n" })?;
             out.write_all(b"{\"name\":")?;
             string(&mut out, &name)?;
             if !file.is_empty() {
                 out.write_all(b",\"file\":")?;
                 string(&mut out, file)?;
+            }
+            if let Some(line) = line {
+                write!(out, ",\"line\":{line}")?;
             }
             out.write_all(b"}")?;
         }

@@ -109,6 +109,8 @@ pub struct Function {
     pub system_name: i64,
     #[prost(int64, tag = "4")]
     pub filename: i64,
+    #[prost(int64, tag = "5")]
+    pub start_line: i64,
 }
 
 /// Gunzips and decodes.
@@ -176,11 +178,12 @@ pub fn text(p: &Profile) -> String {
     for f in &p.function {
         writeln!(
             out,
-            "function {} name {:?} system_name {:?} filename {:?}",
+            "function {} name {:?} system_name {:?} filename {:?} start_line {}",
             f.id,
             p.str(f.name),
             p.str(f.system_name),
-            p.str(f.filename)
+            p.str(f.filename),
+            f.start_line
         )
         .unwrap();
     }
