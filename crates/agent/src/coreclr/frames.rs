@@ -68,8 +68,11 @@ impl ClrFrames {
         // one (see `sonde_metadata::tables`: asking for it slows the runtime down).
         let from_file = self.modules.method_names(info, function);
         sampling::module_files::count(from_file.is_some());
+        // Type arguments only for methods the runtime's metadata interface named anyway: naming
+        // them asks for the argument types' modules' metadata interfaces, which slows the runtime
+        // for the rest of the run (`sonde_metadata::tables`). docs/NAMES.md.
         let names =
-            from_file.or_else(|| info.method_names(function).ok()).map(|n| super::with_type_arguments(n, function));
+            from_file.or_else(|| info.method_names(function).ok().map(|n| super::with_type_arguments(n, function)));
         match names {
             Some(names) => methods().insert(function, names),
             None => methods().pseudo("[unnamed managed code]", "", ""),
