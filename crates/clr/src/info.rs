@@ -446,27 +446,31 @@ impl ProfilerInfo {
             ))?;
             own.truncate(count.min(capacity) as usize);
         }
-        let mut of_class = Vec::new();
-        if class != 0 {
-            let (mut class_module, mut type_def, mut parent, mut n) = (0usize, 0u32, 0usize, 0u32);
-            call!(self.GetClassIDInfo2(class, &mut class_module, &mut type_def, &mut parent, 0, &mut n, null_mut()))?;
-            of_class = vec![0 as ClassID; n.min(MAX_ARGS) as usize];
-            if !of_class.is_empty() {
-                let capacity = of_class.len() as u32;
-                call!(self.GetClassIDInfo2(
-                    class,
-                    &mut class_module,
-                    &mut type_def,
-                    &mut parent,
-                    capacity,
-                    &mut n,
-                    of_class.as_mut_ptr()
-                ))?;
-                of_class.truncate(n.min(capacity) as usize);
-            }
-        }
+        let of_class = if class != 0 { self.class_type_args(class, MAX_ARGS)? } else { Vec::new() };
         let name = |class: &ClassID| self.instantiated_type_name(*class, 0);
         Ok((of_class.iter().map(name).collect(), own.iter().map(name).collect()))
+    }
+
+    /// A class's type arguments (`GetClassIDInfo2`), outermost type first, at most `max`; empty
+    /// for a class that is not a generic instantiation.
+    fn class_type_args(&self, class: ClassID, max: u32) -> Result<Vec<ClassID>, HResult> {
+        let (mut module, mut type_def, mut parent, mut n) = (0usize, 0u32, 0usize, 0u32);
+        call!(self.GetClassIDInfo2(class, &mut module, &mut type_def, &mut parent, 0, &mut n, null_mut()))?;
+        let mut args = vec![0 as ClassID; n.min(max) as usize];
+        if !args.is_empty() {
+            let capacity = args.len() as u32;
+            call!(self.GetClassIDInfo2(
+                class,
+                &mut module,
+                &mut type_def,
+                &mut parent,
+                capacity,
+                &mut n,
+                args.as_mut_ptr()
+            ))?;
+            args.truncate(n.min(capacity) as usize);
+        }
+        Ok(args)
     }
 
     /// [`type_name`](Self::type_name) with a generic instantiation's type arguments after it, arity
@@ -474,23 +478,15 @@ impl ProfilerInfo {
     /// to a few levels; `?` for a type the runtime would not name.
     fn instantiated_type_name(&self, class: ClassID, depth: u32) -> String {
         const MAX_DEPTH: u32 = 4;
-        const MAX_ARGS: usize = 16;
+        const MAX_ARGS: u32 = 16;
         let Ok(name) = self.type_name(class) else { return "?".to_string() };
-        let (mut module, mut type_def, mut parent, mut n) = (0usize, 0u32, 0usize, 0u32);
-        let mut args = [0 as ClassID; MAX_ARGS];
-        let asked = call!(self.GetClassIDInfo2(
-            class,
-            &mut module,
-            &mut type_def,
-            &mut parent,
-            MAX_ARGS as u32,
-            &mut n,
-            args.as_mut_ptr()
-        ));
-        let n = (n as usize).min(MAX_ARGS);
-        if asked.is_err() || n == 0 || !name.contains('`') {
+        if !name.contains('`') {
             return name;
         }
+        let args = match self.class_type_args(class, MAX_ARGS) {
+            Ok(args) if !args.is_empty() => args,
+            _ => return name,
+        };
         let mut bare = String::with_capacity(name.len());
         let mut rest = name.as_str();
         while let Some(tick) = rest.find('`') {
@@ -498,7 +494,7 @@ impl ProfilerInfo {
             rest = rest[tick + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
         }
         bare.push_str(rest);
-        let inner: Vec<String> = args[..n]
+        let inner: Vec<String> = args
             .iter()
             .map(|&arg| if depth < MAX_DEPTH { self.instantiated_type_name(arg, depth + 1) } else { "…".to_string() })
             .collect();

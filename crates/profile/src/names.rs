@@ -164,7 +164,7 @@ fn friendly(owner: &str, method: &str, signature: &str) -> String {
         }
     }
     match generated(method) {
-        Some((original, _)) if !original.is_empty() => member(&tidy_type(owner), method),
+        Some((original, _)) if !original.is_empty() => member(owner, method),
         _ => format!("{}.{method}", display_type(owner)),
     }
 }
@@ -191,35 +191,24 @@ pub fn display_type(name: &str) -> Cow<'_, str> {
 
 /// `owner.method`, where `method` may be a generated lambda or local-function name.
 fn member(owner: &str, method: &str) -> String {
-    let owner = tidy_type(owner);
-    match generated(method) {
-        Some((original, kind)) if !original.is_empty() => {
-            let original = member_name(original);
-            if kind.starts_with("b__") || kind.starts_with("m__") {
-                format!("{owner}.{original}.<lambda>")
-            } else if let Some(local) = kind.strip_prefix("g__") {
-                let local = local.split('|').next().unwrap_or(local);
-                format!("{owner}.{original}.{local}")
-            } else {
-                format!("{owner}.{method}")
-            }
-        }
-        _ => format!("{owner}.{method}"),
-    }
+    format!("{}.{}", tidy_type(owner), member_name(method))
 }
 
-/// A generated method name's original as shown: itself, or, when it is generated too (an async
-/// lambda's `<Main>b__7_1`), its own original's lambda.
-fn member_name(original: &str) -> String {
-    match generated(original) {
-        Some((outer, kind)) if !outer.is_empty() && (kind.starts_with("b__") || kind.starts_with("m__")) => {
-            format!("{outer}.<lambda>")
+/// A method name as shown: a lambda `<Main>b__7_0` (Roslyn) or `<Main>m__0` (mcs) is
+/// `Main.<lambda>`, a local function `<Run>g__Step|3_0` is `Run.Step`, the enclosing method
+/// shown the same way (an async lambda's `<Main>b__7_1`); any other name as it is.
+fn member_name(method: &str) -> String {
+    match generated(method) {
+        Some((original, kind)) if !original.is_empty() => {
+            if kind.starts_with("b__") || kind.starts_with("m__") {
+                format!("{}.<lambda>", member_name(original))
+            } else if let Some(local) = kind.strip_prefix("g__") {
+                format!("{}.{}", member_name(original), local.split('|').next().unwrap_or(local))
+            } else {
+                method.to_string()
+            }
         }
-        Some((outer, kind)) if !outer.is_empty() && kind.starts_with("g__") => {
-            let local = &kind[3..];
-            format!("{outer}.{}", local.split('|').next().unwrap_or(local))
-        }
-        _ => original.to_string(),
+        _ => method.to_string(),
     }
 }
 
