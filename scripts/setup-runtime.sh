@@ -88,6 +88,15 @@ if ! command -v tmux >/dev/null; then
 fi
 say "tmux: $(command -v tmux)"
 
+# Debian's libc6-dbg: glibc's separate debug file, found by build-id, which the tests of native
+# symbol names use (a real debug file for a real library; it must match the installed libc6).
+libc_so=$(ldconfig -p 2>/dev/null | awk '/libc\.so\.6 .*x86-64/ {print $NF; exit}')
+libc_id=$(readelf -n "${libc_so:-/lib/x86_64-linux-gnu/libc.so.6}" 2>/dev/null | awk '/Build ID/ {print $3}')
+if [ -n "$libc_id" ] && [ ! -f "/usr/lib/debug/.build-id/${libc_id:0:2}/${libc_id:2}.debug" ]; then
+    say "installing Debian's libc6-dbg (glibc's debug symbols, for the native symbol tests)"
+    apt_install libc6-dbg
+fi
+
 # A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
 # the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
 if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then

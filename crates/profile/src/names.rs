@@ -55,12 +55,34 @@ impl Kind {
     }
 }
 
+/// A native frame's name (`[native] lib!symbol`) with a C++ symbol demangled as written, without
+/// its parameter list or return type (`_ZN3WKS7gc_heap18mark_object_simpleEPPh` →
+/// `WKS::gc_heap::mark_object_simple`); any other name as it is.
+fn demangled(name: &str) -> Cow<'_, str> {
+    let Some((library, symbol)) = name.split_once('!') else { return Cow::Borrowed(name) };
+    // GCC's clones (`f.part.0`, `f.constprop.1`, `f.cold`) keep their suffix after the name.
+    let (mangled, suffix) = match symbol.find('.') {
+        Some(at) => symbol.split_at(at),
+        None => (symbol, ""),
+    };
+    if !mangled.starts_with("_Z") {
+        return Cow::Borrowed(name);
+    }
+    let options = cpp_demangle::DemangleOptions::new().no_params().no_return_type();
+    match cpp_demangle::Symbol::new(mangled).ok().and_then(|s| s.demangle(&options).ok()) {
+        Some(plain) => Cow::Owned(format!("{library}!{plain}{suffix}")),
+        None => Cow::Borrowed(name),
+    }
+}
+
 /// The display name of a method named `name` with signature `signature`, and the type arguments
 /// of its instantiation (`type_args`: its type's, outermost first; `method_args`: its own), empty
 /// when unknown or not generic.
 pub fn display_name<'a>(name: &'a str, signature: &str, type_args: &[String], method_args: &[String]) -> Cow<'a, str> {
-    if Kind::of(name) != Kind::Managed {
-        return Cow::Borrowed(name);
+    match Kind::of(name) {
+        Kind::Managed => {}
+        Kind::Native => return demangled(name),
+        Kind::Runtime => return Cow::Borrowed(name),
     }
     let Some((owner, method)) = split_method(name) else { return Cow::Borrowed(name) };
     let generated = owner.contains('<') || method.contains('<');
@@ -349,6 +371,19 @@ mod tests {
             display_name("Acme.Box`1+<GetAsync>d__2.MoveNext", "() -> void", &row, &[]),
             "Acme.Box<Acme.Row>.GetAsync [async]"
         );
+    }
+
+    #[test]
+    fn native_cxx_symbols_are_demangled_without_parameters() {
+        let shown = |name| display_name(name, "", &[], &[]).into_owned();
+        assert_eq!(
+            shown("[native] libcoreclr.so!_ZN3WKS7gc_heap18mark_object_simpleEPPh"),
+            "[native] libcoreclr.so!WKS::gc_heap::mark_object_simple"
+        );
+        assert_eq!(shown("[native] libx.so!_ZN5Codec8compressEPKcm.part.0"), "[native] libx.so!Codec::compress.part.0");
+        assert_eq!(shown("[native] libc.so.6!msort_with_tmp.part.0"), "[native] libc.so.6!msort_with_tmp.part.0");
+        assert_eq!(shown("[native] libc.so.6"), "[native] libc.so.6");
+        assert_eq!(shown("[native] libbad.so!_Z\u{1b}]0;x"), "[native] libbad.so!_Z\u{1b}]0;x");
     }
 
     #[test]

@@ -16,8 +16,11 @@
 
 mod bytes;
 mod mdb;
+mod native;
 mod pe;
 mod ppdb;
+
+pub use native::{DEBUG_ROOT, NativeOrigin, NativeSymbols};
 
 use bytes::{Damaged, Fault};
 use std::fmt;

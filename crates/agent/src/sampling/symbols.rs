@@ -1,9 +1,13 @@
-//! Names for native code on sampled stacks, from the dynamic linker's symbols (`dladdr`): what
-//! neither runtime can name (its own code, the libraries a program calls, stubs).
+//! Names for native code on sampled stacks, from the libraries' ELF symbol tables and the
+//! dynamic linker (`dladdr`): what neither runtime can name (its own code, the libraries a
+//! program calls, stubs).
 
 use crate::tree::methods::MethodTable;
+use sonde_symbols::{NativeOrigin, NativeSymbols};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::path::Path;
+use std::sync::Arc;
 
 /// A map keyed by addresses (or other integers that need no protection from crafted keys: they
 /// come from this process's own code and the runtime), hashed with one folded multiplication
@@ -38,12 +42,19 @@ impl Hasher for AddressHasher {
     }
 }
 
-/// Names native code at addresses, one `dladdr` per new address: the name is built once per
-/// library and symbol.
+/// Names native code at addresses: `dladdr` finds the library, the library's ELF symbol tables
+/// (read once per library, on the drain thread, never in a signal handler: see
+/// `sonde_symbols::NativeSymbols`) name the function — static functions from `.symtab` or an
+/// installed debug file included — and `dladdr`'s exported symbol is the fallback. The name is
+/// built once per library and function.
 #[derive(Default)]
 pub struct NativeNames {
-    /// (library base, symbol address or 0) → pseudo-method.
+    /// (library base, function address or 0) → pseudo-method.
     known: AddressMap<(usize, usize), u32>,
+    /// Library base → its functions (None: unreadable, named by `dladdr` alone).
+    libraries: AddressMap<usize, Option<Arc<NativeSymbols>>>,
+    /// Library path → its functions: a library unloaded and loaded again is read once.
+    by_path: HashMap<String, Option<Arc<NativeSymbols>>>,
 }
 
 impl NativeNames {
@@ -52,12 +63,19 @@ impl NativeNames {
     /// the runtime maps itself).
     pub fn frame(&mut self, methods: &MethodTable, ip: usize) -> Option<u32> {
         let found = Dladdr::lookup(ip)?;
-        let key = found.key();
+        let base = found.base();
+        let (library, path) = found.library();
+        let symbols = self.symbols(base, &path);
+        let named = symbols.as_deref().and_then(|table| {
+            let bias = table.load_bias(base as u64);
+            let (start, name) = table.function((ip as u64).wrapping_sub(bias))?;
+            Some((start.wrapping_add(bias) as usize, name))
+        });
+        let key = (base, named.map_or_else(|| found.symbol_address(), |(start, _)| start));
         if let Some(&id) = self.known.get(&key) {
             return Some(id);
         }
-        let (library, path) = found.library();
-        let name = match found.symbol() {
+        let name = match named.map(|(_, name)| name.to_string()).or_else(|| found.symbol()) {
             Some(symbol) => format!("[native] {library}!{symbol}"),
             None => format!("[native] {library}"),
         };
@@ -65,6 +83,33 @@ impl NativeNames {
         self.known.insert(key, id);
         Some(id)
     }
+
+    /// The functions of the library mapped at `base` from `path`, read at its first sample.
+    fn symbols(&mut self, base: usize, path: &str) -> Option<Arc<NativeSymbols>> {
+        if let Some(known) = self.libraries.get(&base) {
+            return known.clone();
+        }
+        let read = self.by_path.entry(path.to_string()).or_insert_with(|| read_symbols(path)).clone();
+        self.libraries.insert(base, read.clone());
+        read
+    }
+}
+
+/// The function table of the library at `path` (the main program's path from `dladdr` may be
+/// relative or empty: it is then read through `/proc/self/exe`).
+fn read_symbols(path: &str) -> Option<Arc<NativeSymbols>> {
+    let file = if path.starts_with('/') { Path::new(path) } else { Path::new("/proc/self/exe") };
+    let symbols = NativeSymbols::open(file).ok()?;
+    crate::log::write(format_args!(
+        "native symbols: {path}: {} functions from {}",
+        symbols.len(),
+        match symbols.origin() {
+            NativeOrigin::Symtab => "its .symtab".to_string(),
+            NativeOrigin::DebugFile(debug) => debug.display().to_string(),
+            NativeOrigin::Dynsym => "its exports (.dynsym)".to_string(),
+        }
+    ));
+    Some(Arc::new(symbols))
 }
 
 /// (library file name, library path, symbol) for native code, from `dladdr`.
@@ -87,9 +132,14 @@ impl Dladdr {
         }
     }
 
-    /// (library base, symbol address or 0): the same for every address of one function.
-    fn key(&self) -> (usize, usize) {
-        (self.0.dli_fbase as usize, if self.0.dli_sname.is_null() { 0 } else { self.0.dli_saddr as usize })
+    /// Where the library's first segment is mapped.
+    fn base(&self) -> usize {
+        self.0.dli_fbase as usize
+    }
+
+    /// The exported symbol's address, or 0: the same for every address of one function.
+    fn symbol_address(&self) -> usize {
+        if self.0.dli_sname.is_null() { 0 } else { self.0.dli_saddr as usize }
     }
 
     /// (library file name, library path).

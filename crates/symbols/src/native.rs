@@ -1,0 +1,309 @@
+//! Names of native functions from ELF symbol tables: the library's `.symtab` when it kept one,
+//! else the `.symtab` of its separate debug file when one is installed (found by build-id under
+//! `/usr/lib/debug/.build-id/`, or by `.gnu_debuglink` beside the library, in its `.debug/`
+//! directory or under `/usr/lib/debug/`), else its `.dynsym` (exported functions only).
+//!
+//! A debug file is used only when it provably belongs to the library: the same build-id, or —
+//! when the library has none — the CRC-32 its debuglink records. A stale one would name the
+//! wrong functions. Only the tables are read (through `object`'s read cache), never the whole
+//! file: a library can be hundreds of megabytes.
+
+use crate::{Error, open_regular};
+use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Where debug files are installed (Debian's `*-dbg` packages, Fedora's `debuginfo`).
+pub const DEBUG_ROOT: &str = "/usr/lib/debug";
+/// The most functions kept from one file: the largest real libraries have a few hundred thousand.
+const MAX_FUNCTIONS: usize = 4 << 20;
+/// Longer names are cut: C++ template names can run to kilobytes, and a report needs less.
+const MAX_NAME: usize = 1024;
+
+/// Which table named a library's functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NativeOrigin {
+    /// The library's own `.symtab`.
+    Symtab,
+    /// The `.symtab` of a separate debug file.
+    DebugFile(PathBuf),
+    /// Only the exported functions (`.dynsym`).
+    Dynsym,
+}
+
+/// The functions of one ELF file, by address.
+#[derive(Debug)]
+pub struct NativeSymbols {
+    /// Sorted by start; at most one per start address.
+    functions: Vec<Function>,
+    names: String,
+    first_load: u64,
+    build_id: Option<Vec<u8>>,
+    origin: NativeOrigin,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Function {
+    start: u64,
+    /// 0 when the table gave no size: the function then ends where the next one starts.
+    size: u64,
+    name: (u32, u32),
+}
+
+/// A symbol as read, before the best of several at one address is chosen.
+struct Candidate {
+    start: u64,
+    size: u64,
+    name: String,
+    /// Lower is preferred at one address: global, then weak, then local.
+    rank: u8,
+}
+
+impl NativeSymbols {
+    /// The functions of the ELF file at `path` (a loaded library or executable), from the best
+    /// table available, looking for debug files under [`DEBUG_ROOT`].
+    pub fn open(path: &Path) -> Result<NativeSymbols, Error> {
+        NativeSymbols::open_with(path, Path::new(DEBUG_ROOT))
+    }
+
+    /// As [`NativeSymbols::open`], with debug files under `debug_root`.
+    pub fn open_with(path: &Path, debug_root: &Path) -> Result<NativeSymbols, Error> {
+        let file = open_regular(path).map_err(|error| Error::Io { path: path.to_owned(), error })?;
+        let cache = object::ReadCache::new(file);
+        let elf = object::File::parse(&cache).map_err(|_| damaged(path, "not an ELF file"))?;
+        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let first_load =
+            elf.segments().map(|s| s.address()).min().ok_or_else(|| damaged(path, "no loadable segment"))?;
+        if let Some(debug) = debug_file(&elf, path, debug_root, build_id.as_deref())
+            && let Ok(functions) = symtab_of(&debug)
+        {
+            return Ok(NativeSymbols::new(functions, first_load, build_id, NativeOrigin::DebugFile(debug)));
+        }
+        let own = elf.symbol_table().map(|table| candidates(table.symbols()));
+        if let Some(functions) = own.filter(|f| !f.is_empty()) {
+            return Ok(NativeSymbols::new(functions, first_load, build_id, NativeOrigin::Symtab));
+        }
+        let exported = elf.dynamic_symbol_table().map(|table| candidates(table.symbols())).unwrap_or_default();
+        Ok(NativeSymbols::new(exported, first_load, build_id, NativeOrigin::Dynsym))
+    }
+
+    fn new(mut read: Vec<Candidate>, first_load: u64, build_id: Option<Vec<u8>>, origin: NativeOrigin) -> Self {
+        read.sort_by_key(|c| (c.start, c.rank, c.name.len()));
+        read.dedup_by_key(|c| c.start);
+        let mut names = String::new();
+        let functions = read
+            .into_iter()
+            .map(|c| {
+                let at = names.len() as u32;
+                names.push_str(&c.name);
+                Function { start: c.start, size: c.size, name: (at, c.name.len() as u32) }
+            })
+            .collect();
+        NativeSymbols { functions, names, first_load, build_id, origin }
+    }
+
+    /// The function containing `address` (an address in the file's own layout: a loaded
+    /// address minus [`NativeSymbols::load_bias`]): its start and (mangled) name.
+    pub fn function(&self, address: u64) -> Option<(u64, &str)> {
+        let at = self.functions.partition_point(|f| f.start <= address).checked_sub(1)?;
+        let f = self.functions[at];
+        if f.size != 0 && address - f.start >= f.size {
+            return None;
+        }
+        let (from, len) = (f.name.0 as usize, f.name.1 as usize);
+        Some((f.start, &self.names[from..from + len]))
+    }
+
+    /// How far the file was moved when loaded, from where its first segment was mapped
+    /// (`dladdr`'s `dli_fbase`, glibc's `l_map_start`): 0 for a fixed-address executable.
+    pub fn load_bias(&self, mapped_at: u64) -> u64 {
+        mapped_at.wrapping_sub(self.first_load & !0xfff)
+    }
+
+    /// The file's GNU build-id, when it has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    pub fn origin(&self) -> &NativeOrigin {
+        &self.origin
+    }
+
+    /// How many functions are named.
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+fn damaged(path: &Path, reason: &'static str) -> Error {
+    Error::Damaged { path: path.to_owned(), reason }
+}
+
+/// Function symbols with an address, best first at each address after sorting.
+fn candidates<'a>(symbols: impl Iterator<Item = impl ObjectSymbol<'a>>) -> Vec<Candidate> {
+    let mut found = Vec::new();
+    for symbol in symbols {
+        if found.len() == MAX_FUNCTIONS {
+            break;
+        }
+        if symbol.kind() != SymbolKind::Text || symbol.is_undefined() || symbol.address() == 0 {
+            continue;
+        }
+        let Ok(name) = symbol.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        let rank = if symbol.is_global() {
+            0
+        } else if symbol.is_weak() {
+            1
+        } else {
+            2
+        };
+        let name = match name.char_indices().nth(MAX_NAME) {
+            Some((cut, _)) => name[..cut].to_string(),
+            None => name.to_string(),
+        };
+        found.push(Candidate { start: symbol.address(), size: symbol.size(), name, rank });
+    }
+    found
+}
+
+/// The `.symtab` functions of the debug file at `path`.
+fn symtab_of(path: &Path) -> Result<Vec<Candidate>, Error> {
+    let file = open_regular(path).map_err(|error| Error::Io { path: path.to_owned(), error })?;
+    let cache = object::ReadCache::new(file);
+    let elf = object::File::parse(&cache).map_err(|_| damaged(path, "not an ELF file"))?;
+    let functions = elf.symbol_table().map(|table| candidates(table.symbols())).unwrap_or_default();
+    if functions.is_empty() {
+        return Err(damaged(path, "no symbol table"));
+    }
+    Ok(functions)
+}
+
+/// The separate debug file of `elf` (read from `path`) that provably belongs to it, if any.
+fn debug_file<'a, R: object::ReadRef<'a>>(
+    elf: &object::File<'a, R>,
+    path: &Path,
+    debug_root: &Path,
+    build_id: Option<&[u8]>,
+) -> Option<PathBuf> {
+    if let Some(id) = build_id.filter(|id| id.len() >= 2) {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let candidate = debug_root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+        if build_id_of(&candidate).as_deref() == Some(id) {
+            return Some(candidate);
+        }
+    }
+    let (name, crc) = elf.gnu_debuglink().ok().flatten()?;
+    let name = std::str::from_utf8(name).ok().filter(|n| !n.is_empty() && !n.contains('/'))?;
+    let dir = path.parent()?;
+    let mut places = vec![dir.join(name), dir.join(".debug").join(name)];
+    if let Ok(relative) = dir.strip_prefix("/") {
+        places.push(debug_root.join(relative).join(name));
+    }
+    places.into_iter().find(|candidate| match build_id {
+        // A library with a build-id is matched by it, whatever file names it.
+        Some(id) => build_id_of(candidate).as_deref() == Some(id),
+        None => crc32_of(candidate) == Some(crc),
+    })
+}
+
+fn build_id_of(path: &Path) -> Option<Vec<u8>> {
+    let file = open_regular(path).ok()?;
+    let cache = object::ReadCache::new(file);
+    let elf = object::File::parse(&cache).ok()?;
+    elf.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+fn crc32_of(path: &Path) -> Option<u32> {
+    let mut file: File = open_regular(path).ok()?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buffer = vec![0; 1 << 16];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return Some(hasher.finalize()),
+            Ok(n) => hasher.update(&buffer[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_test_binary_names_its_own_functions() {
+        // The test executable keeps its .symtab (cargo does not strip test binaries).
+        let exe = std::env::current_exe().unwrap();
+        let symbols = NativeSymbols::open(&exe).unwrap();
+        assert!(symbols.len() > 100, "{} functions", symbols.len());
+        let here = this_test_binary_names_its_own_functions as fn() as usize as u64;
+        // Position-independent: find the bias the way the agent would, from the mapping.
+        let mapped = mapping_start(&exe);
+        let (start, name) = symbols.function(here - symbols.load_bias(mapped)).expect("a name");
+        assert!(start <= here - symbols.load_bias(mapped));
+        assert!(name.contains("this_test_binary_names_its_own_functions"), "{name}");
+    }
+
+    /// Where the first segment of `exe` is mapped in this process (/proc/self/maps).
+    fn mapping_start(exe: &Path) -> u64 {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let exe = exe.canonicalize().unwrap();
+        let line = maps.lines().find(|l| l.ends_with(exe.to_str().unwrap())).unwrap();
+        u64::from_str_radix(line.split('-').next().unwrap(), 16).unwrap()
+    }
+
+    #[test]
+    fn addresses_outside_a_sized_function_are_not_named() {
+        let symbols = NativeSymbols::new(
+            vec![
+                Candidate { start: 0x1000, size: 0x10, name: "a".into(), rank: 0 },
+                Candidate { start: 0x1000, size: 0x10, name: "__a_alias".into(), rank: 2 },
+                Candidate { start: 0x2000, size: 0, name: "b".into(), rank: 0 },
+            ],
+            0,
+            None,
+            NativeOrigin::Symtab,
+        );
+        assert_eq!(symbols.len(), 2);
+        assert_eq!(symbols.function(0x1008), Some((0x1000, "a")));
+        assert_eq!(symbols.function(0x1010), None);
+        assert_eq!(symbols.function(0xfff), None);
+        assert_eq!(symbols.function(0x9999), Some((0x2000, "b")));
+    }
+
+    #[test]
+    fn what_is_not_elf_is_a_one_line_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libfake.so");
+        std::fs::write(&path, b"MZ not an ELF file at all").unwrap();
+        let error = NativeSymbols::open(&path).unwrap_err().to_string();
+        assert!(error.contains("libfake.so") && error.contains("not an ELF file"), "{error}");
+        assert!(!error.contains('\n'));
+    }
+
+    #[test]
+    fn damaged_elf_files_never_panic() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libcut.so");
+        for cut in [64usize, 200, 4096, exe.len() / 2] {
+            std::fs::write(&path, &exe[..cut.min(exe.len())]).unwrap();
+            let _ = NativeSymbols::open(&path);
+        }
+        let mut scrambled = exe.clone();
+        for i in (64..scrambled.len()).step_by(97) {
+            scrambled[i] ^= 0x5a;
+        }
+        std::fs::write(&path, &scrambled).unwrap();
+        let _ = NativeSymbols::open(&path);
+    }
+}
