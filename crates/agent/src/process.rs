@@ -41,6 +41,17 @@ pub fn forked_child() -> bool {
     owner != 0 && owner != unsafe { libc::getpid() } as u32
 }
 
+/// Whether a managed method's assembly, loaded from `path`, is framework code
+/// (`sonde_profile::origin`): what `--mode tracing` leaves out by default. The files the command
+/// line names are read once.
+pub fn is_framework(path: &str, assembly: &str) -> bool {
+    static PROGRAMS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        sonde_profile::origin::programs(&command_line(), &cwd)
+    });
+    sonde_profile::origin::is_framework(path, assembly, &PROGRAMS)
+}
+
 /// The process's own command line (`/proc/self/cmdline`), for the handshake.
 pub fn command_line() -> Vec<String> {
     std::fs::read("/proc/self/cmdline")

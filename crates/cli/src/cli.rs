@@ -231,6 +231,33 @@ pub struct ReportArgs {
     /// its end after a `.` (`Orders.Process`, `Process`), or any part of names.
     #[arg(long, value_name = "METHOD")]
     pub lines: Option<String>,
+    /// Native and runtime frames in every report but JSON: `fold` makes each run of them one
+    /// frame named after its entry point (the host's start-up one `[runtime]` frame), `hide`
+    /// gives their time to the nearest frame shown above them, `show` keeps every one.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ShowArg::Fold)]
+    pub native: ShowArg,
+    /// Framework frames (assemblies loaded from the runtime's directories, not the program's) in
+    /// every report but JSON: `fold`, `hide` or `show`, as for `--native`.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ShowArg::Fold)]
+    pub framework: ShowArg,
+}
+
+/// What a report does with frames the user did not write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowArg {
+    Hide,
+    Fold,
+    Show,
+}
+
+impl From<ShowArg> for sonde_profile::view::Show {
+    fn from(arg: ShowArg) -> Self {
+        match arg {
+            ShowArg::Hide => sonde_profile::view::Show::Hide,
+            ShowArg::Fold => sonde_profile::view::Show::Fold,
+            ShowArg::Show => sonde_profile::view::Show::Show,
+        }
+    }
 }
 
 /// `--events`: a list of event kinds.

@@ -20,6 +20,12 @@ pub fn report(args: ReportArgs) -> Result<()> {
         FormatArg::Flamegraph => Format::Flamegraph,
         FormatArg::Chrome => Format::Chrome,
     };
+    // Just my code (sonde_profile::view): the JSON keeps every frame, marked with its kind.
+    let view = match format {
+        Format::Json => sonde_profile::view::View::ALL,
+        _ => sonde_profile::view::View { native: args.native.into(), framework: args.framework.into() },
+    };
+    let profile = sonde_profile::view::apply(&profile, view);
     let renderer = renderer(format);
     match &args.output {
         Some(path) => {

@@ -9,6 +9,8 @@ use std::path::Path;
 const TOP: usize = 5;
 
 pub fn print(profile: &Profile, path: &Path) {
+    // As `sonde report` shows it by default: native and framework runs folded.
+    let profile = &*sonde_profile::view::apply(profile, sonde_profile::view::View::default());
     let analysis = Analysis::new(profile);
     let totals = analysis.totals();
     let sampling = profile.run.mode == Mode::Sampling;

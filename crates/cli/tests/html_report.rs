@@ -90,6 +90,7 @@ fn nasty_profile() -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,

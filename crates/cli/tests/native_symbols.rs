@@ -71,9 +71,20 @@ fn native_frames_are_named(rt: Runtime) {
         .sum();
     assert!(sort > 10, "msort_with_tmp (from libc6-dbg): {sort} samples; methods: {names:?}");
 
-    // The text report shows the same names.
-    let text = report_text(&file).stdout_str();
-    assert!(text.contains("libsondehot.so!Acme::Codec::huff_encode"), "{text}");
+    // The text report shows the same names with every native frame shown; by default a run of
+    // native frames is one frame named after its entry point (the exported function).
+    let args = |more: &[&str]| {
+        let mut args: Vec<OsString> = vec!["report".into(), file.clone().into()];
+        args.extend(more.iter().map(OsString::from));
+        sonde_cmd(&args).stdout_str()
+    };
+    let shown = args(&["--native", "show"]);
+    assert!(shown.contains("libsondehot.so!Acme::Codec::huff_encode"), "{shown}");
+    if rt == Runtime::CoreClr {
+        let folded = args(&[]);
+        assert!(folded.contains("libsondehot.so!sonde_hot_encode"), "{folded}");
+        assert!(!folded.contains("huff_encode"), "{folded}");
+    }
 }
 
 #[test]

@@ -140,9 +140,34 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
             method_args: m.method_args.clone(),
         })
         .collect();
-    let profile = Profile { sources, events, run, methods, threads, nodes, instantiations };
+    let framework = Some(framework_methods(session, &run.command, hello.pid));
+    let profile = Profile { sources, events, run, methods, threads, nodes, instantiations, framework };
     profile.validate().ok()?;
     Some(profile)
+}
+
+/// The ids of the managed methods that are framework code, ascending (`sonde_profile::origin`):
+/// by the path each method's module was loaded from, against the files the command named
+/// (relative ones resolved in the process's working directory while it runs, else this one's,
+/// which a launched program inherits).
+fn framework_methods(session: &Session, command: &[String], pid: u32) -> Vec<u32> {
+    use sonde_profile::origin;
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).or_else(|_| std::env::current_dir()).unwrap_or_default();
+    let programs = origin::programs(command, &cwd);
+    let mut by_path: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    session
+        .methods
+        .iter()
+        .filter(|(_, m)| sonde_profile::Kind::of(&m.name) == sonde_profile::Kind::Managed)
+        .filter(|(_, m)| {
+            let named = *by_path.entry(&m.path).or_insert_with(|| {
+                let real = std::fs::canonicalize(&m.path).ok().and_then(|p| p.to_str().map(str::to_string));
+                real.is_some_and(|real| programs.contains(&real))
+            });
+            !named && origin::is_framework(&m.path, &m.assembly, &programs)
+        })
+        .map(|(&id, _)| id)
+        .collect()
 }
 
 /// (self_ns, total_ns, total_samples) per node. Nodes list parents before children, so one

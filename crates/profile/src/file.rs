@@ -32,6 +32,7 @@
 //! | `timeline` | `RuntimeEvents::timeline` ([`crate::model::Timeline`]: throws, compilations) | version 2 |
 //! | `sources` | `Profile::sources` ([`crate::model::Sources`]: first lines, samples by line) | version 2 |
 //! | `instantiations` | `Profile::instantiations` ([`crate::model::Instantiation`]: generic type arguments) | version 2 |
+//! | `framework` | `Profile::framework` (ids of managed framework methods, `crate::origin`) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -178,6 +179,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if !profile.instantiations.is_empty() {
         list.push(("instantiations".to_string(), encode(&profile.instantiations)));
     }
+    if let Some(framework) = &profile.framework {
+        list.push(("framework".to_string(), encode(framework)));
+    }
     list
 }
 
@@ -198,6 +202,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
             "sources" => profile.sources = postcard::from_bytes(bytes)?,
             "instantiations" => profile.instantiations = postcard::from_bytes(bytes)?,
+            "framework" => profile.framework = Some(postcard::from_bytes(bytes)?),
             _ => {}
         }
     }

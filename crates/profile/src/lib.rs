@@ -16,6 +16,8 @@ pub mod analysis;
 pub mod file;
 pub mod model;
 pub mod names;
+pub mod origin;
+pub mod view;
 
 #[cfg(test)]
 mod testkit;

@@ -204,6 +204,12 @@ pub struct Profile {
     /// `` Acme.Table`1.Fill ``. Empty when the agent named none.
     #[serde(skip)]
     pub instantiations: Vec<Instantiation>,
+    /// The managed methods that are framework code, not the program's own, by id, ascending
+    /// (the file's `framework` extension; `crate::origin` says how it is decided). `None` in a
+    /// profile recorded before it existed: then the assembly's name decides
+    /// ([`Profile::is_framework`]).
+    #[serde(skip)]
+    pub framework: Option<Vec<u32>>,
 }
 
 /// A method that is one instantiation of generic code: its type arguments as the runtime named
@@ -548,6 +554,8 @@ pub enum InvalidProfile {
     NodeEventsOutOfOrder { node: u32, nodes: usize },
     #[error("source lines name method {method} of {methods}, file {file} of {files}, or are out of order")]
     SourcesOutOfRange { method: u32, methods: usize, file: u32, files: usize },
+    #[error("framework methods are out of order or beyond the {methods} methods")]
+    FrameworkOutOfOrder { methods: usize },
     #[error("generic instantiations name method {method} of {methods}, or are out of order")]
     InstantiationsOutOfOrder { method: u32, methods: usize },
 }
@@ -587,6 +595,11 @@ impl Profile {
             }
             previous = Some(e.node);
         }
+        if let Some(ids) = &self.framework
+            && ids.windows(2).any(|w| w[0] >= w[1]) | ids.last().is_some_and(|&m| m as usize >= self.methods.len())
+        {
+            return Err(InvalidProfile::FrameworkOutOfOrder { methods: self.methods.len() });
+        }
         let mut previous = None;
         for i in &self.instantiations {
             if i.method as usize >= self.methods.len() || previous.is_some_and(|p| p >= i.method) {
@@ -605,6 +618,22 @@ impl Profile {
             self.instantiations.binary_search_by_key(&method, |i| i.method).ok().map(|at| &self.instantiations[at]);
         let (types, own) = generic.map_or((&[][..], &[][..]), |i| (&i.type_args[..], &i.method_args[..]));
         crate::names::display_name(&m.name, &m.signature, types, own)
+    }
+
+    /// Whether method `method` is managed framework code (not the program's own: `crate::origin`).
+    pub fn is_framework(&self, method: u32) -> bool {
+        if self.kind(method) != crate::names::Kind::Managed {
+            return false;
+        }
+        match &self.framework {
+            Some(ids) => ids.binary_search(&method).is_ok(),
+            None => self.methods.get(method as usize).is_some_and(|m| crate::origin::framework_name(&m.assembly)),
+        }
+    }
+
+    /// Whether method `method` is the program's own managed code (JSON: `user_code`).
+    pub fn is_user_code(&self, method: u32) -> bool {
+        self.kind(method) == crate::names::Kind::Managed && !self.is_framework(method)
     }
 
     /// What kind of code method `method` is.

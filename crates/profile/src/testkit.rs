@@ -38,6 +38,7 @@ impl Builder {
             profile: Profile {
                 sources: Default::default(),
                 instantiations: Default::default(),
+                framework: None,
                 events: Default::default(),
                 run: run_info(Mode::Tracing),
                 methods: Vec::new(),

@@ -8,17 +8,12 @@
 //! 2. with `--all`, every other method is traced;
 //! 3. with at least one `--include` pattern, exactly the methods matching one are traced — an
 //!    include overrides the framework default, so `--include 'System.Linq.*'` traces LINQ;
-//! 4. otherwise user code is traced and the framework is not: names under `System.` and
-//!    `Microsoft.` and the runtime's own assemblies ([`FRAMEWORK_ASSEMBLIES`]).
+//! 4. otherwise user code is traced and the framework is not, as decided by where a method's
+//!    assembly was loaded from (`sonde_profile::origin`: the runtime's own directories and Mono's
+//!    GAC are framework, the program named on the command line and its directory are not).
 //!
 //! The agent evaluates this once per method, when the runtime asks whether to hook it (the
 //! function-ID mapper), so methods that are not traced cost nothing at run time.
-
-/// Assemblies that make up the runtime and its class libraries.
-pub const FRAMEWORK_ASSEMBLIES: &[&str] =
-    &["System", "System.*", "Microsoft.*", "mscorlib", "netstandard", "WindowsBase"];
-/// Namespaces of the class libraries (they also appear in user assemblies, e.g. for polyfills).
-pub const FRAMEWORK_NAMES: &[&str] = &["System.*", "Microsoft.*", "Internal.*", "Interop.*"];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MethodFilter {
@@ -29,7 +24,9 @@ pub struct MethodFilter {
 }
 
 impl MethodFilter {
-    pub fn traces(&self, name: &str, assembly: &str) -> bool {
+    /// Whether a method named `name` of `assembly` is traced; `framework` is whether its assembly
+    /// is framework code (`sonde_profile::origin::is_framework`).
+    pub fn traces(&self, name: &str, assembly: &str, framework: bool) -> bool {
         let hit = |patterns: &[String]| patterns.iter().any(|p| glob(p, name) || glob(p, assembly));
         if hit(&self.exclude) {
             return false;
@@ -40,7 +37,7 @@ impl MethodFilter {
         if !self.include.is_empty() {
             return hit(&self.include);
         }
-        !(FRAMEWORK_NAMES.iter().any(|p| glob(p, name)) || FRAMEWORK_ASSEMBLIES.iter().any(|p| glob(p, assembly)))
+        !framework
     }
 
     /// True when the filter may select framework code, which is precompiled (ReadyToRun) and
@@ -80,6 +77,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Whether `assembly` is framework code where its location cannot tell.
+    fn fw(assembly: &str) -> bool {
+        sonde_profile::origin::framework_name(assembly)
+    }
+
     fn filter(include: &[&str], exclude: &[&str], all: bool) -> MethodFilter {
         MethodFilter {
             include: include.iter().map(|s| s.to_string()).collect(),
@@ -104,22 +106,37 @@ mod tests {
     #[test]
     fn default_traces_user_code_only() {
         let f = MethodFilter::default();
-        assert!(f.traces("Acme.Calls.Fib", "Calls"));
-        assert!(!f.traces("System.String.Concat", "System.Private.CoreLib"));
-        assert!(!f.traces("Some.Type.M", "System.Private.CoreLib"));
-        assert!(!f.traces("Microsoft.Win32.Registry.Get", "Microsoft.Win32.Registry"));
-        assert!(!f.traces("Foo.Bar", "mscorlib"));
+        assert!(f.traces("Acme.Calls.Fib", "Calls", fw("Calls")));
+        assert!(!f.traces("System.String.Concat", "System.Private.CoreLib", fw("System.Private.CoreLib")));
+        assert!(!f.traces("Some.Type.M", "System.Private.CoreLib", fw("System.Private.CoreLib")));
+        assert!(!f.traces("Microsoft.Win32.Registry.Get", "Microsoft.Win32.Registry", fw("Microsoft.Win32.Registry")));
+        assert!(!f.traces("Foo.Bar", "mscorlib", fw("mscorlib")));
+        // Location decides: Mono's C# compiler run by the user is user code, its namespaces too.
+        assert!(f.traces("Mono.CSharp.Driver.Main", "mcs", false));
+        assert!(!f.traces("Mono.CSharp.Driver.Main", "Mono.CSharp", true));
     }
 
     #[test]
     fn include_exclude_and_all() {
-        assert!(filter(&["System.Linq.*"], &[], false).traces("System.Linq.Enumerable.Sum", "System.Linq"));
-        assert!(!filter(&["System.Linq.*"], &[], false).traces("Acme.Calls.Fib", "Calls"));
-        assert!(filter(&["Calls"], &[], false).traces("Acme.Calls.Fib", "Calls"));
-        assert!(!filter(&[], &["*.Fib"], false).traces("Acme.Calls.Fib", "Calls"));
-        assert!(!filter(&["Acme.*"], &["*.Fib"], false).traces("Acme.Calls.Fib", "Calls"));
-        assert!(filter(&[], &[], true).traces("System.String.Concat", "System.Private.CoreLib"));
-        assert!(!filter(&[], &["System.*"], true).traces("System.String.Concat", "System.Private.CoreLib"));
+        assert!(filter(&["System.Linq.*"], &[], false).traces(
+            "System.Linq.Enumerable.Sum",
+            "System.Linq",
+            fw("System.Linq")
+        ));
+        assert!(!filter(&["System.Linq.*"], &[], false).traces("Acme.Calls.Fib", "Calls", fw("Calls")));
+        assert!(filter(&["Calls"], &[], false).traces("Acme.Calls.Fib", "Calls", fw("Calls")));
+        assert!(!filter(&[], &["*.Fib"], false).traces("Acme.Calls.Fib", "Calls", fw("Calls")));
+        assert!(!filter(&["Acme.*"], &["*.Fib"], false).traces("Acme.Calls.Fib", "Calls", fw("Calls")));
+        assert!(filter(&[], &[], true).traces(
+            "System.String.Concat",
+            "System.Private.CoreLib",
+            fw("System.Private.CoreLib")
+        ));
+        assert!(!filter(&[], &["System.*"], true).traces(
+            "System.String.Concat",
+            "System.Private.CoreLib",
+            fw("System.Private.CoreLib")
+        ));
     }
 
     /// A naive exponential reference matcher for short inputs.

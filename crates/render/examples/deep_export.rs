@@ -45,6 +45,7 @@ fn chain(depth: u32, mode: Mode) -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run,
         methods: vec![method("Deep.Program.Main"), method("Deep.Program.Recurse")],

@@ -89,6 +89,7 @@ fn profile(n: usize) -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: RunInfo {
             mode: Mode::Tracing,

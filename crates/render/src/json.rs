@@ -78,6 +78,7 @@ impl Renderer for JsonRenderer {
                     name: &m.name,
                     display_name: profile.display_name(id as u32),
                     kind: profile.kind(id as u32).as_str(),
+                    user_code: profile.is_user_code(id as u32),
                     signature: &m.signature,
                     assembly: &m.assembly,
                     module: &m.module,
@@ -301,6 +302,8 @@ struct MethodView<'a, L> {
     name: &'a str,
     display_name: std::borrow::Cow<'a, str>,
     kind: &'static str,
+    /// The program's own managed code (not the framework's, by where it was loaded from).
+    user_code: bool,
     signature: &'a str,
     assembly: &'a str,
     module: &'a str,

@@ -159,6 +159,7 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     let empty = Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: profiles::run(Mode::Sampling),
         methods: vec![],

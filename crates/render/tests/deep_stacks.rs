@@ -27,6 +27,7 @@ fn profile(mode: Mode, rows: &[profiles::Row]) -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: profiles::run(mode),
         methods: profiles::methods(),

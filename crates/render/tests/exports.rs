@@ -122,6 +122,7 @@ fn an_empty_profile_exports_empty_but_valid_files() {
     let profile = Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: profiles::run(Mode::Tracing),
         methods: vec![],
@@ -165,6 +166,7 @@ fn deep_recursion_renders() {
         let profile = Profile {
             sources: Default::default(),
             instantiations: Default::default(),
+            framework: None,
             events: Default::default(),
             run: profiles::run(mode),
             methods: profiles::methods(),

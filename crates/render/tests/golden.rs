@@ -98,6 +98,7 @@ fn tracing_profile() -> Profile {
     Profile {
         sources: sources(false),
         instantiations: Vec::new(),
+        framework: None,
         events: Default::default(),
         run,
         methods: methods(),
@@ -201,6 +202,7 @@ fn sampling_profile() -> Profile {
             type_args: vec!["System.Int32".into()],
             method_args: Vec::new(),
         }],
+        framework: None,
         events,
         run,
         methods: methods(),
@@ -396,6 +398,7 @@ fn json_parses_back_with_the_contract_keys_in_order() {
                     "name",
                     "display_name",
                     "kind",
+                    "user_code",
                     "signature",
                     "assembly",
                     "module",
@@ -465,6 +468,7 @@ fn an_empty_profile_renders() {
     let profile = Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: vec![],

@@ -5,13 +5,10 @@
 //!
 //! A debug file is used only when it provably belongs to the library: the same build-id, or —
 //! when the library has none — the CRC-32 its debuglink records. A stale one would name the
-//! wrong functions. Only the tables are read (through `object`'s read cache), never the whole
-//! file: a library can be hundreds of megabytes.
+//! wrong functions. Files are read whole, once, up to 256 MiB each.
 
-use crate::{Error, open_regular};
+use crate::Error;
 use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Where debug files are installed (Debian's `*-dbg` packages, Fedora's `debuginfo`).
@@ -69,15 +66,15 @@ impl NativeSymbols {
 
     /// As [`NativeSymbols::open`], with debug files under `debug_root`.
     pub fn open_with(path: &Path, debug_root: &Path) -> Result<NativeSymbols, Error> {
-        let file = open_regular(path).map_err(|error| Error::Io { path: path.to_owned(), error })?;
-        let cache = object::ReadCache::new(file);
-        let elf = object::File::parse(&cache).map_err(|_| damaged(path, "not an ELF file"))?;
+        let bytes = read_elf(path)?.ok_or_else(|| Error::Io {
+            path: path.to_owned(),
+            error: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
+        let elf = object::File::parse(&*bytes).map_err(|_| damaged(path, "not an ELF file"))?;
         let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
         let first_load =
             elf.segments().map(|s| s.address()).min().ok_or_else(|| damaged(path, "no loadable segment"))?;
-        if let Some(debug) = debug_file(&elf, path, debug_root, build_id.as_deref())
-            && let Ok(functions) = symtab_of(&debug)
-        {
+        if let Some((debug, functions)) = debug_functions(&elf, path, debug_root, build_id.as_deref()) {
             return Ok(NativeSymbols::new(functions, first_load, build_id, NativeOrigin::DebugFile(debug)));
         }
         let own = elf.symbol_table().map(|table| candidates(table.symbols()));
@@ -174,65 +171,52 @@ fn candidates<'a>(symbols: impl Iterator<Item = impl ObjectSymbol<'a>>) -> Vec<C
     found
 }
 
-/// The `.symtab` functions of the debug file at `path`.
-fn symtab_of(path: &Path) -> Result<Vec<Candidate>, Error> {
-    let file = open_regular(path).map_err(|error| Error::Io { path: path.to_owned(), error })?;
-    let cache = object::ReadCache::new(file);
-    let elf = object::File::parse(&cache).map_err(|_| damaged(path, "not an ELF file"))?;
-    let functions = elf.symbol_table().map(|table| candidates(table.symbols())).unwrap_or_default();
-    if functions.is_empty() {
-        return Err(damaged(path, "no symbol table"));
-    }
-    Ok(functions)
+/// The bytes of the ELF file at `path` (None when there is none). Read whole, once: parsing
+/// from memory reads each symbol name without a system call, which took thousands of small
+/// reads (tens of milliseconds for glibc's debug file) through a read cache. Bounded like every
+/// symbol file (256 MiB); a larger file is an error and its library is named by what remains.
+fn read_elf(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    crate::read_symbol_file(path)
 }
 
-/// The separate debug file of `elf` (read from `path`) that provably belongs to it, if any.
-fn debug_file<'a, R: object::ReadRef<'a>>(
-    elf: &object::File<'a, R>,
+/// The `.symtab` functions of the separate debug file of `elf` (read from `path`) that provably
+/// belongs to it, with the debug file's path: by build-id under `debug_root`, else by the name
+/// its `.gnu_debuglink` gives, beside the library, in its `.debug/` directory or under
+/// `debug_root` + its directory, matched by build-id or, when the library has none, by the
+/// debuglink's CRC-32.
+fn debug_functions<'data>(
+    elf: &object::File<'data, &'data [u8]>,
     path: &Path,
     debug_root: &Path,
     build_id: Option<&[u8]>,
-) -> Option<PathBuf> {
+) -> Option<(PathBuf, Vec<Candidate>)> {
+    let mut places = Vec::new();
     if let Some(id) = build_id.filter(|id| id.len() >= 2) {
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        let candidate = debug_root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
-        if build_id_of(&candidate).as_deref() == Some(id) {
-            return Some(candidate);
+        places.push(debug_root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..])));
+    }
+    let link = elf.gnu_debuglink().ok().flatten();
+    if let Some((name, _)) = link
+        && let Some(name) = std::str::from_utf8(name).ok().filter(|n| !n.is_empty() && !n.contains('/'))
+        && let Some(dir) = path.parent()
+    {
+        places.push(dir.join(name));
+        places.push(dir.join(".debug").join(name));
+        if let Ok(relative) = dir.strip_prefix("/") {
+            places.push(debug_root.join(relative).join(name));
         }
     }
-    let (name, crc) = elf.gnu_debuglink().ok().flatten()?;
-    let name = std::str::from_utf8(name).ok().filter(|n| !n.is_empty() && !n.contains('/'))?;
-    let dir = path.parent()?;
-    let mut places = vec![dir.join(name), dir.join(".debug").join(name)];
-    if let Ok(relative) = dir.strip_prefix("/") {
-        places.push(debug_root.join(relative).join(name));
-    }
-    places.into_iter().find(|candidate| match build_id {
-        // A library with a build-id is matched by it, whatever file names it.
-        Some(id) => build_id_of(candidate).as_deref() == Some(id),
-        None => crc32_of(candidate) == Some(crc),
+    places.into_iter().find_map(|candidate| {
+        let bytes = read_elf(&candidate).ok().flatten()?;
+        let debug = object::File::parse(&*bytes).ok()?;
+        let belongs = match build_id {
+            // A library with a build-id is matched by it, whatever file names it.
+            Some(id) => debug.build_id().ok().flatten() == Some(id),
+            None => link.is_some_and(|(_, crc)| crc32fast::hash(&bytes) == crc),
+        };
+        let functions = debug.symbol_table().map(|table| candidates(table.symbols())).unwrap_or_default();
+        (belongs && !functions.is_empty()).then_some((candidate, functions))
     })
-}
-
-fn build_id_of(path: &Path) -> Option<Vec<u8>> {
-    let file = open_regular(path).ok()?;
-    let cache = object::ReadCache::new(file);
-    let elf = object::File::parse(&cache).ok()?;
-    elf.build_id().ok().flatten().map(<[u8]>::to_vec)
-}
-
-fn crc32_of(path: &Path) -> Option<u32> {
-    let mut file: File = open_regular(path).ok()?;
-    let mut hasher = crc32fast::Hasher::new();
-    let mut buffer = vec![0; 1 << 16];
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => return Some(hasher.finalize()),
-            Ok(n) => hasher.update(&buffer[..n]),
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -490,7 +490,11 @@ fn map_function(function: FunctionID) -> Option<usize> {
             return None;
         }
     };
-    if !session.config.filter.traces(&names.name, &names.assembly) {
+    if !session.config.filter.traces(
+        &names.name,
+        &names.assembly,
+        crate::process::is_framework(&names.path, &names.assembly),
+    ) {
         return None;
     }
     Some(methods().insert(function, with_type_arguments(names, function)) as usize)

@@ -296,7 +296,11 @@ impl Events for Agent {
             return true; // compiled again (another domain, a recompilation)
         }
         let Some(names) = method.describe() else { return false };
-        if !session.config.filter.traces(&names.name, &names.assembly) {
+        if !session.config.filter.traces(
+            &names.name,
+            &names.assembly,
+            crate::process::is_framework(&names.path, &names.assembly),
+        ) {
             return false;
         }
         let type_args = method.class_type_args();

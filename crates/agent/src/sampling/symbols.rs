@@ -89,6 +89,15 @@ impl NativeNames {
         if let Some(known) = self.libraries.get(&base) {
             return known.clone();
         }
+        // The agent's own frames (its work on the program's threads) keep their exported names:
+        // its symbol table is the largest of all, and reading it would cost the program most.
+        static OWN_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let own =
+            *OWN_BASE.get_or_init(|| Dladdr::lookup(read_symbols as fn(&str) -> _ as usize).map_or(0, |d| d.base()));
+        if base == own {
+            self.libraries.insert(base, None);
+            return None;
+        }
         let read = self.by_path.entry(path.to_string()).or_insert_with(|| read_symbols(path)).clone();
         self.libraries.insert(base, read.clone());
         read

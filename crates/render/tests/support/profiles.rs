@@ -98,6 +98,7 @@ pub fn tracing() -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
@@ -125,6 +126,7 @@ pub fn sampling() -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: run(Mode::Sampling),
         methods: methods(),
@@ -173,6 +175,7 @@ pub fn recursive() -> Profile {
     Profile {
         sources: Default::default(),
         instantiations: Default::default(),
+        framework: None,
         events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
