@@ -124,9 +124,10 @@ pub fn apply(profile: &Profile, view: View) -> Cow<'_, Profile> {
                 placed.push((node, class, true));
                 continue;
             }
-            (Show::Hide, Some((node, _, _))) => {
-                absorb(&mut nodes[node as usize], old);
-                placed.push((node, parent.map_or(class, |p| p.1), parent.is_some_and(|p| p.2)));
+            // Hidden: into the nearest shown caller, which a run below may go on from.
+            (Show::Hide, Some(caller)) => {
+                absorb(&mut nodes[caller.0 as usize], old);
+                placed.push(caller);
                 continue;
             }
             // The top of a thread: fold, whether folding or hiding.
