@@ -165,6 +165,11 @@ pub struct RecordArgs {
     /// CoreCLR (its JIT leaves the fast allocators) and cannot be switched on by `--pid`.
     #[arg(long, value_name = "HOW", value_enum, default_value = "sampled")]
     pub alloc_sampling: AllocSamplingArg,
+    /// Sampling mode on CoreCLR: stitch async call stacks, so the code after an `await` is shown
+    /// under the stack that awaited it (from the runtime's task events; costs about a
+    /// microsecond per await, see docs/ASYNC.md). Off by default.
+    #[arg(long = "async")]
+    pub async_stacks: bool,
     /// Sampler period for tracing with --timing sampled, in microseconds.
     #[arg(long, value_name = "US", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     pub interval_us: u64,

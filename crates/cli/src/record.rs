@@ -32,6 +32,12 @@ pub struct Verbosity {
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
+    if args.async_stacks && args.mode == ModeArg::Tracing {
+        anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
+    }
+    if args.async_stacks && args.command.first().is_some_and(|p| launch::is_mono(p)) {
+        anyhow::bail!("--async needs CoreCLR: Mono raises no task events (its async frames are named without it)");
+    }
     if let Some(pid) = args.pid {
         return crate::attached::record(pid, &args, v);
     }
@@ -180,6 +186,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         mono_catches: std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
         events: EventKinds { alloc: args.events.alloc || exact, ..args.events },
         alloc_exact: exact,
+        async_stacks: args.async_stacks,
         // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
         alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
             .ok()

@@ -107,4 +107,84 @@ fn sampled_async_code_is_named_as_written() {
     let folded = String::from_utf8_lossy(&folded.stdout);
     assert!(folded.contains(";Acme.Orders.ReadAsync [async];Acme.Orders.Parse"), "{folded}");
     assert!(!folded.contains("<ReadAsync>"), "{folded}");
+    // Without --async, the continuation's work is under the thread that ran it, not Main.
+    let (parse, under_main) = parse_samples(&folded);
+    assert!(parse > 0 && under_main == 0, "{parse} samples in Parse, {under_main} under Main:\n{folded}");
+}
+
+/// In folded stacks: the samples in `Acme.Orders.Parse`, and those among them whose stack is the
+/// whole logical chain `Main → HandleRequestAsync → LoadOrderAsync → ReadAsync → Parse` (in that
+/// order, whatever runtime frames lie between).
+fn parse_samples(folded: &str) -> (u64, u64) {
+    const CHAIN: [&str; 5] = [
+        "Acme.Orders.Main",
+        "Acme.Orders.HandleRequestAsync [async]",
+        "Acme.Orders.LoadOrderAsync [async]",
+        "Acme.Orders.ReadAsync [async]",
+        "Acme.Orders.Parse",
+    ];
+    let (mut parse, mut chained) = (0, 0);
+    for line in folded.lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
+        let frames: Vec<&str> = stack.split(';').collect();
+        if !frames.contains(&"Acme.Orders.Parse") {
+            continue;
+        }
+        let count: u64 = count.parse().expect("a sample count");
+        parse += count;
+        let mut next = 0;
+        for frame in &frames {
+            if next < CHAIN.len() && *frame == CHAIN[next] {
+                next += 1;
+            }
+        }
+        if next == CHAIN.len() {
+            chained += count;
+        }
+    }
+    (parse, chained)
+}
+
+/// `--async` (CoreCLR): the samples of ReadAsync's continuation, which runs on thread-pool
+/// threads after `Task.Yield` and `Task.Delay`, are counted under the stack that awaited — one
+/// logical stack from Main — in the folded stacks (flame graphs) and the JSON call tree alike.
+#[test]
+fn async_stacks_are_stitched_across_threads() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("async.sonde");
+    let command: Vec<OsString> =
+        vec![Runtime::CoreClr.host().into(), built_app("Async", Build::RoslynPdb).into(), "800".into()];
+    let out = record(&file, &["--rate", "1000", "--async"], &command);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let folded = sonde_cmd(&["report".into(), file.clone().into(), "--format".into(), "collapsed".into()]);
+    assert_eq!(folded.code(), 0, "{}", folded.describe());
+    let folded = String::from_utf8_lossy(&folded.stdout);
+    let (parse, chained) = parse_samples(&folded);
+    // 4 ms of Parse per request, for 800 ms of requests: ~200 samples expected at 1 kHz.
+    assert!(parse >= 50, "{parse} samples in Parse:\n{folded}");
+    assert!(chained * 10 >= parse * 9, "{chained} of {parse} Parse samples under Main:\n{folded}");
+    // The JSON call tree agrees: Parse's time is inside Main's total.
+    let report = report_json(&file);
+    let main = shown(&report, "Acme.Orders.Main");
+    let parse_total = u64_of(shown(&report, "Acme.Orders.Parse")[0], "total_samples");
+    assert!(u64_of(main[0], "total_samples") >= parse_total * 9 / 10, "{main:?} vs {parse_total}");
+}
+
+/// `--async` is refused where it cannot work, before anything runs.
+#[test]
+fn async_stacks_need_coreclr_sampling() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("x.sonde");
+    let app: OsString = built_app("Async", Build::Mcs).into();
+    let tracing = record(&file, &["--async", "--mode", "tracing"], &[Runtime::CoreClr.host().into(), app.clone()]);
+    assert_ne!(tracing.code(), 0, "{}", tracing.describe());
+    assert!(
+        String::from_utf8_lossy(&tracing.stderr).contains("--async goes with --mode sampling"),
+        "{}",
+        tracing.describe()
+    );
+    let mono = record(&file, &["--async"], &[Runtime::Mono.host().into(), app]);
+    assert_ne!(mono.code(), 0, "{}", mono.describe());
+    assert!(String::from_utf8_lossy(&mono.stderr).contains("--async needs CoreCLR"), "{}", mono.describe());
+    assert!(!file.exists(), "nothing was recorded");
 }

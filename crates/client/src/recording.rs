@@ -45,6 +45,7 @@ impl Options {
                 events: sonde_protocol::config::EventKinds::DEFAULT,
                 alloc_sample_bytes: sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES,
                 alloc_exact: false,
+                async_stacks: false,
             },
             program_output: true,
             verbose: false,

@@ -379,24 +379,44 @@ impl ProfilerInfo {
     }
 
     /// Starts the profiler's own EventPipe session (`ICorProfilerInfo12`, .NET 5 and later):
-    /// one provider, by name, with `keywords` at `level` (0 critical … 5 verbose). Its events
+    /// providers by name, each `(name, keywords, level)` (level 0 critical … 5 verbose). Its events
     /// reach [`crate::ProfilerCallback::event_pipe_event`] on the threads that write them; the
     /// event mask must hold `COR_PRF_HIGH_MONITOR_EVENT_PIPE`. No rundown (stopping would run it
     /// on the stopping thread).
-    pub fn event_pipe_start_session(&self, provider: &str, keywords: u64, level: u32) -> Result<u64, HResult> {
+    pub fn event_pipe_start_session(&self, providers: &[(&str, u64, u32)]) -> Result<u64, HResult> {
         if self.version < 12 {
             return Err(HResult(E_NOTIMPL));
         }
-        let name: Vec<u16> = provider.encode_utf16().chain(std::iter::once(0)).collect();
-        let config = COR_PRF_EVENTPIPE_PROVIDER_CONFIG {
-            providerName: name.as_ptr(),
-            keywords,
-            loggingLevel: level,
-            filterData: std::ptr::null(),
-        };
+        let names: Vec<Vec<u16>> =
+            providers.iter().map(|(name, _, _)| name.encode_utf16().chain(std::iter::once(0)).collect()).collect();
+        let configs: Vec<COR_PRF_EVENTPIPE_PROVIDER_CONFIG> = providers
+            .iter()
+            .zip(&names)
+            .map(|(&(_, keywords, level), name)| COR_PRF_EVENTPIPE_PROVIDER_CONFIG {
+                providerName: name.as_ptr(),
+                keywords,
+                loggingLevel: level,
+                filterData: std::ptr::null(),
+            })
+            .collect();
         let mut session: EVENTPIPE_SESSION = 0;
-        call!(self.EventPipeStartSession(1, &config, 0, &mut session))?;
+        call!(self.EventPipeStartSession(configs.len() as UINT32, configs.as_ptr(), 0, &mut session))?;
         Ok(session)
+    }
+
+    /// The name of an EventPipe provider (`EventPipeGetProviderInfo`): tells the providers of
+    /// [`crate::EventPipeEvent::provider`] apart.
+    pub fn event_pipe_provider_name(&self, provider: EVENTPIPE_PROVIDER) -> Result<String, HResult> {
+        if self.version < 12 {
+            return Err(HResult(E_NOTIMPL));
+        }
+        let mut name = [0u16; 128];
+        let mut len: ULONG = 0;
+        call!(self.EventPipeGetProviderInfo(provider, name.len() as ULONG, &mut len, name.as_mut_ptr()))?;
+        let len = (len as usize).min(name.len());
+        let units = &name[..len];
+        let units = units.split(|&u| u == 0).next().unwrap_or_default();
+        Ok(String::from_utf16_lossy(units))
     }
 
     /// The bytes the managed heap's generations hold (`GetGenerationBounds`: the sum of the

@@ -44,6 +44,8 @@ pub const DEFAULT_ALLOC_SAMPLE_BYTES: u64 = 100 * 1024;
 pub const ENV_EVENTS: &str = "SONDE_EVENTS";
 /// `exact`: count every allocation (`sonde record --alloc-sampling exact`); else sampled.
 pub const ENV_ALLOC_SAMPLING: &str = "SONDE_ALLOC_SAMPLING";
+/// `1`: stitch async call stacks (`sonde record --async`; CoreCLR sampling, docs/ASYNC.md).
+pub const ENV_ASYNC: &str = "SONDE_ASYNC";
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] = &[
@@ -58,6 +60,7 @@ pub const ALL_VARS: &[&str] = &[
     ENV_LOG,
     ENV_EVENTS,
     ENV_ALLOC_SAMPLING,
+    ENV_ASYNC,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing
@@ -199,6 +202,8 @@ pub struct AgentConfig {
     pub alloc_sample_bytes: u64,
     /// Count every allocation ([`ENV_ALLOC_SAMPLING`] `exact`; with `events.alloc`).
     pub alloc_exact: bool,
+    /// Stitch each async continuation's samples under the stack that awaited it ([`ENV_ASYNC`]).
+    pub async_stacks: bool,
 }
 
 impl Default for AgentConfig {
@@ -217,6 +222,7 @@ impl Default for AgentConfig {
             events: EventKinds::DEFAULT,
             alloc_sample_bytes: DEFAULT_ALLOC_SAMPLE_BYTES,
             alloc_exact: false,
+            async_stacks: false,
         }
     }
 }
@@ -233,6 +239,9 @@ impl AgentConfig {
         ];
         if self.alloc_exact {
             env.push((ENV_ALLOC_SAMPLING, "exact".to_string()));
+        }
+        if self.async_stacks {
+            env.push((ENV_ASYNC, "1".to_string()));
         }
         if self.alloc_sample_bytes != DEFAULT_ALLOC_SAMPLE_BYTES {
             env.push((ENV_ALLOC_SAMPLE_BYTES, self.alloc_sample_bytes.to_string()));
@@ -338,6 +347,7 @@ impl AgentConfig {
         }
         config.cpu_timers = get(ENV_CPU_TIMERS).is_none_or(|v| v != "0");
         config.mono_catches = get(ENV_MONO_CATCHES).is_some_and(|v| v == "1");
+        config.async_stacks = get(ENV_ASYNC).is_some_and(|v| v == "1");
         if let Some(list) = get(ENV_EVENTS) {
             config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
         }
@@ -383,6 +393,7 @@ mod tests {
             events: EventKinds { alloc: false, gc: true, exceptions: false, contention: true, jit: false },
             alloc_sample_bytes: 4096,
             alloc_exact: true,
+            async_stacks: true,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

@@ -1,5 +1,5 @@
 //! The runtime's own events that the profiling API has no callback for — allocation ticks and
-//! lock contention — received in-process through the profiler's EventPipe session
+//! lock contention, and the task library's await events for `--async` — received in-process through the profiler's EventPipe session
 //! (`ICorProfilerInfo12::EventPipeStartSession`; delivered to `EventPipeEventDelivered` on the
 //! thread that wrote each event, without a stack: the agent walks it there).
 //!
@@ -98,6 +98,50 @@ pub fn contention_wait_ns(data: &[u8], version: u32) -> Option<u64> {
     (ns.is_finite() && ns >= 0.0).then_some(ns as u64)
 }
 
+/// `System.Threading.Tasks.TplEventSource`: the task library's events (`--async`).
+pub const TPL_PROVIDER: &str = "System.Threading.Tasks.TplEventSource";
+/// `TaskTransfer | Tasks | TaskStops`, at verbose level: the await, resume and completion events
+/// below (and, unavoidably, the scheduling events of every task).
+pub const TPL_KEYWORDS: u64 = 0x1 | 0x2 | 0x40;
+pub const TPL_LEVEL: u32 = LEVEL_VERBOSE;
+
+const TASK_WAIT_BEGIN: u32 = 10;
+const TASK_WAIT_END: u32 = 11;
+const AWAIT_CONTINUATION_SCHEDULED: u32 = 12;
+const TASK_WAIT_CONTINUATION_COMPLETE: u32 = 13;
+const TASK_WAIT_CONTINUATION_STARTED: u32 = 19;
+/// `TaskWaitBehavior.Asynchronous`: an `await`, not a blocking `Wait()`.
+const ASYNCHRONOUS: i32 = 2;
+
+/// What a task event says about an await, by the id that ties its three events together (the
+/// awaited task's, or the queued continuation's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskEvent {
+    /// A continuation was registered on this thread (`TaskWaitBegin` of an await,
+    /// `AwaitTaskContinuationScheduled`).
+    Await(i32),
+    /// It starts running on this thread (`TaskWaitEnd`, `TaskWaitContinuationStarted`).
+    Resume(i32),
+    /// It returned (`TaskWaitContinuationComplete`).
+    Done(i32),
+}
+
+/// Parses one of the task library's events (payloads of 32-bit integers:
+/// `TaskWaitBegin(scheduler, task, awaited task, behavior, continuation task)`,
+/// `TaskWaitEnd(scheduler, task, awaited task)`, `AwaitTaskContinuationScheduled(scheduler,
+/// task, continuation id)`, `TaskWaitContinuationStarted/Complete(id)`).
+pub fn task_event(id: u32, data: &[u8]) -> Option<TaskEvent> {
+    let int = |i: usize| data.get(i * 4..i * 4 + 4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    match id {
+        TASK_WAIT_BEGIN => (int(3)? == ASYNCHRONOUS).then_some(TaskEvent::Await(int(2)?)),
+        AWAIT_CONTINUATION_SCHEDULED => Some(TaskEvent::Await(int(2)?)),
+        TASK_WAIT_END => Some(TaskEvent::Resume(int(2)?)),
+        TASK_WAIT_CONTINUATION_STARTED => Some(TaskEvent::Resume(int(0)?)),
+        TASK_WAIT_CONTINUATION_COMPLETE => Some(TaskEvent::Done(int(0)?)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +213,19 @@ mod tests {
         assert_eq!(session_for(EventKinds::ALL), Some((0x4001, 5)));
         assert_eq!(session_for(EventKinds::DEFAULT), None, "no session by default");
         assert_eq!(session_for(EventKinds { contention: true, ..EventKinds::NONE }), Some((0x4000, 4)));
+    }
+
+    #[test]
+    fn task_events_parse_and_blocking_waits_are_not_awaits() {
+        let ints = |v: &[i32]| v.iter().flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(task_event(10, &ints(&[1, 0, 42, 2, 7])), Some(TaskEvent::Await(42)));
+        assert_eq!(task_event(10, &ints(&[1, 0, 42, 1, 7])), None);
+        assert_eq!(task_event(12, &ints(&[1, 5, 43])), Some(TaskEvent::Await(43)));
+        assert_eq!(task_event(11, &ints(&[1, 0, 42])), Some(TaskEvent::Resume(42)));
+        assert_eq!(task_event(19, &ints(&[43])), Some(TaskEvent::Resume(43)));
+        assert_eq!(task_event(13, &ints(&[43])), Some(TaskEvent::Done(43)));
+        // Short payloads and other events: nothing.
+        assert_eq!(task_event(10, &ints(&[1, 0, 42])), None);
+        assert_eq!(task_event(7, &ints(&[1, 0, 42, 0, 0])), None);
     }
 }

@@ -255,6 +255,15 @@ impl ProfilerCallback for Clr {
         if session::get().is_none() || EVENT_FLOOR.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
+        if providers::is_tpl(event.provider) {
+            match eventpipe::task_event(event.id, event.data) {
+                Some(eventpipe::TaskEvent::Await(task)) => sampling::async_stacks::awaiting(task),
+                Some(eventpipe::TaskEvent::Resume(task)) => sampling::async_stacks::resumed(task),
+                Some(eventpipe::TaskEvent::Done(task)) => sampling::async_stacks::completed(task),
+                None => {}
+            }
+            return;
+        }
         match event.id {
             eventpipe::ALLOCATION_TICK => {
                 let Some(tick) = eventpipe::allocation_tick(event.data, event.version) else { return };
@@ -413,20 +422,62 @@ fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig, exact: bool) {
     }
     // Exact allocations come from `ObjectAllocated`, not from the session's ticks.
     let kinds = EventKinds { alloc: config.events.alloc && !exact, ..config.events };
-    let Some((keywords, level)) = eventpipe::session_for(kinds) else { return };
+    let runtime = eventpipe::session_for(kinds);
+    let tasks = config.async_stacks && config.mode == Mode::Sampling;
+    let mut providers = Vec::new();
+    if let Some((keywords, level)) = runtime {
+        providers.push((eventpipe::PROVIDER, keywords, level));
+    }
+    if tasks {
+        providers.push((eventpipe::TPL_PROVIDER, eventpipe::TPL_KEYWORDS, eventpipe::TPL_LEVEL));
+    }
+    if providers.is_empty() {
+        return;
+    }
     if config.mode == Mode::Sampling && config.bench_hooks.is_some() {
         // The benchmark floor (scripts/bench-alloc.py): the session runs, its events are ignored.
         EVENT_FLOOR.store(true, std::sync::atomic::Ordering::Relaxed);
         log!("benchmark floor: EventPipe events are received and ignored");
     }
-    match info.event_pipe_start_session(eventpipe::PROVIDER, keywords, level) {
+    if tasks {
+        sampling::async_stacks::enable();
+    }
+    match info.event_pipe_start_session(&providers) {
         Ok(_) => {
-            if config.events.alloc {
+            if runtime.is_some() && config.events.alloc {
                 events::set_allocation_sampling(AllocSampling::Sampled, eventpipe::TICK_BYTES);
             }
-            log!("EventPipe session: keywords {keywords:#x}, level {level}");
+            log!("EventPipe session: {providers:?}");
         }
-        Err(e) => log!("EventPipeStartSession failed: {e}; allocations and lock contention are not recorded"),
+        Err(e) => {
+            log!("EventPipeStartSession failed: {e}; allocations, lock contention and async stacks are not recorded")
+        }
+    }
+}
+
+/// The session's providers told apart by their handles (looked up by name once each).
+mod providers {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    /// The handle of the task library's provider, and of the other one (0: not seen yet).
+    static TPL: AtomicUsize = AtomicUsize::new(0);
+    static OTHER: AtomicUsize = AtomicUsize::new(0);
+
+    pub fn is_tpl(provider: usize) -> bool {
+        if provider == 0 {
+            return false;
+        }
+        if TPL.load(Relaxed) == provider {
+            return true;
+        }
+        if OTHER.load(Relaxed) == provider {
+            return false;
+        }
+        let tpl = super::info()
+            .and_then(|info| info.event_pipe_provider_name(provider).ok())
+            .is_some_and(|name| name == super::eventpipe::TPL_PROVIDER);
+        if tpl { &TPL } else { &OTHER }.store(provider, Relaxed);
+        tpl
     }
 }
 

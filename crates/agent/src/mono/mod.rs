@@ -110,6 +110,11 @@ fn start_tracing(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFa
 
 /// The runtime's events, in both modes: catches only when asked (`AgentConfig::mono_catches`).
 fn set_events(profiler: &Profiler, config: &AgentConfig) {
+    if config.async_stacks {
+        // The controller refuses `--async` for a Mono command; a Mono child of another program
+        // may still receive it.
+        log!("async stacks: Mono raises no task events; continuations show where they ran");
+    }
     profiler.set_events::<Agent>(config.mono_catches);
     events::set_catches_counted(config.mono_catches);
     if config.events.alloc {

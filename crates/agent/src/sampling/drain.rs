@@ -2,8 +2,9 @@
 //! into methods through the backend's [`FrameResolver`] and counts the stack into its thread's
 //! call tree. Never in a signal handler: resolving may take locks and call the runtime.
 
+use super::async_stacks;
 use super::common::{COUNTERS, interval};
-use super::ring::{self, FLAG_TRUNCATED};
+use super::ring::{self, CONTEXT_SHIFT, FLAG_TRUNCATED};
 use super::slots;
 use crate::tree::threads;
 use sonde_profile::NodeEvents;
@@ -102,6 +103,7 @@ pub fn drain() {
     let mut offsets: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
     let mut lines = super::lines::table();
     slots::seal_gone();
+    let mut stitching = async_stacks::begin_drain(resolver.as_mut());
     for slot in slots::used() {
         let tid = slot.tid.load(Acquire);
         let Some(ring) = slot.ring() else { continue };
@@ -114,10 +116,13 @@ pub fn drain() {
         let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
         ring.drain(|frames, periods, before, flags| {
             if raw_addresses {
-                stack_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path, &mut offsets);
+                stack_path(frames, flags & FLAG_TRUNCATED != 0, false, resolver.as_mut(), &mut path, &mut offsets);
             } else {
                 resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
                 offsets.clear();
+            }
+            if let Some(stitching) = stitching.as_mut() {
+                stitching.stitch((flags >> CONTEXT_SHIFT) as u32, resolver.as_mut(), &mut path, &mut offsets);
             }
             COUNTERS.taken.fetch_add(periods + before, Relaxed);
             let mut weight = periods;
@@ -144,6 +149,7 @@ pub fn drain() {
         }
     }
     drain_event_stacks(resolver.as_mut(), &mut path);
+    async_stacks::end_drain(stitching);
     if slots::release_final() > 0 {
         super::register_waiting();
     }
@@ -246,11 +252,24 @@ fn walk_path(frames: &[WalkedFrame], truncated: bool, resolver: &mut dyn FrameRe
     fold_path(marker, resolved, path);
 }
 
-/// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses),
-/// and beside it each frame's IL offset (`lines::NONE` where there is none).
+/// [`stack_path`] of a stack walked at an event (`walk_this_thread`: every value a return
+/// address already inside its call).
+pub(super) fn event_stack_path(
+    frames: &[u64],
+    resolver: &mut dyn FrameResolver,
+    path: &mut Vec<u32>,
+    offsets: &mut Vec<u32>,
+) {
+    stack_path(frames, false, true, resolver, path, offsets);
+}
+
+/// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses;
+/// with `adjusted`, return addresses all already moved inside their calls), and beside it each
+/// frame's IL offset (`lines::NONE` where there is none).
 fn stack_path(
     frames: &[u64],
     truncated: bool,
+    adjusted: bool,
     resolver: &mut dyn FrameResolver,
     path: &mut Vec<u32>,
     offsets: &mut Vec<u32>,
@@ -265,12 +284,12 @@ fn stack_path(
     let mut last: Option<Frame> = None;
     for (depth, &ip) in frames.iter().enumerate().rev() {
         // Callers' return addresses point after the call: look up ip - 1.
-        let ip = if depth == 0 { ip as usize } else { (ip as usize).saturating_sub(1) };
+        let ip = if depth == 0 || adjusted { ip as usize } else { (ip as usize).saturating_sub(1) };
         let frame = resolver.resolve(ip);
         if last.is_some_and(|l| l.method == frame.method) {
             // A run of the same native code (no symbols to tell functions apart) is one frame; so
             // is a method continuing in its OSR version. Real recursion stays.
-            let outer_return = frames.get(depth + 1).map_or(0, |&r| r as usize);
+            let outer_return = frames.get(depth + 1).map_or(0, |&r| r as usize + usize::from(adjusted));
             if !frame.managed {
                 continue;
             }
@@ -353,7 +372,7 @@ mod tests {
 
     fn path(frames: &[u64], truncated: bool) -> Vec<u32> {
         let (mut path, mut offsets) = (Vec::new(), Vec::new());
-        stack_path(frames, truncated, &mut Fake, &mut path, &mut offsets);
+        stack_path(frames, truncated, false, &mut Fake, &mut path, &mut offsets);
         assert_eq!(path.len(), offsets.len());
         path
     }
@@ -391,7 +410,7 @@ mod tests {
     fn each_frame_has_its_il_offset_and_an_osr_frame_its_own() {
         let offsets = |frames: &[u64], truncated| {
             let (mut path, mut offsets) = (Vec::new(), Vec::new());
-            stack_path(frames, truncated, &mut Fake, &mut path, &mut offsets);
+            stack_path(frames, truncated, false, &mut Fake, &mut path, &mut offsets);
             offsets
         };
         use super::super::lines::NONE;

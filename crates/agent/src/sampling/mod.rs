@@ -13,6 +13,7 @@
 //! the signal path, and counts each stack into the thread's call tree: `self_samples` at the
 //! leaf, time = samples × interval. [`symbols`] names native code.
 
+pub mod async_stacks;
 mod common;
 pub mod drain;
 pub mod external;
@@ -26,7 +27,7 @@ pub mod symbols;
 
 pub use drain::{Frame, FrameResolver, WalkedFrame, drain, event_stacks_lost, record_event_stack, record_walk};
 pub use external::{record_for_current_thread, start_external};
-pub use signal::{fault_handled_on_this_thread, start, walk_this_thread};
+pub use signal::{fault_handled_on_this_thread, start, walk_this_thread, walk_this_thread_until};
 pub use slots::MAX_THREADS;
 pub use symbols::{AddressMap, NativeNames, native_symbol};
 

@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 /// Most frames kept per sample; deeper stacks are cut at the root end and flagged.
 pub const MAX_FRAMES: usize = 256;
 pub const FLAG_TRUNCATED: u64 = 1;
+/// A sample's async context (`async_stacks`, below [`MAX_CONTEXT`]) is in its flags (32 bits)
+/// from this bit on.
+pub const CONTEXT_SHIFT: u32 = 1;
+pub const MAX_CONTEXT: u32 = 1 << 31;
 const HEADER: usize = 3;
 
 pub struct Ring {

@@ -253,6 +253,17 @@ fn decode(code: &[u8]) -> Option<(Op, usize)> {
 pub struct Table {
     entries: [Entry; TABLE_SIZE],
     count: AtomicUsize,
+    /// A bit per hashed code page that some entry covers: most addresses (every frame of a
+    /// walk is looked up) are on no such page and skip the scan of the entries.
+    pages: [AtomicU64; PAGE_WORDS],
+}
+
+const PAGE_WORDS: usize = 64;
+
+/// The bit of `page` (an address >> 12) in [`Table::pages`]: (word, mask).
+fn page_bit(page: u64) -> (usize, u64) {
+    let bit = (page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % (PAGE_WORDS * 64);
+    (bit / 64, 1 << (bit % 64))
 }
 
 const TABLE_SIZE: usize = 512;
@@ -277,7 +288,9 @@ impl Default for Table {
 
 impl Table {
     pub const fn new() -> Table {
-        Table { entries: [EMPTY; TABLE_SIZE], count: AtomicUsize::new(0) }
+        #[allow(clippy::declare_interior_mutable_const)]
+        const ZERO: AtomicU64 = AtomicU64::new(0);
+        Table { entries: [EMPTY; TABLE_SIZE], count: AtomicUsize::new(0), pages: [ZERO; PAGE_WORDS] }
     }
 
     /// The shape of the code at `ip`, if learned. Async-signal-safe.
@@ -285,6 +298,11 @@ impl Table {
     pub fn lookup(&self, ip: usize) -> Option<Shape> {
         let count = self.count.load(Acquire).min(TABLE_SIZE);
         let ip = ip as u64;
+        // After `count` (acquired): the bits of every entry it publishes are set.
+        let (word, mask) = page_bit(ip >> 12);
+        if count == 0 || self.pages[word].load(Relaxed) & mask == 0 {
+            return None;
+        }
         self.entries[..count].iter().find(|e| e.start.load(Relaxed) <= ip && ip < e.end.load(Relaxed)).map(|e| {
             let shape = e.shape.load(Relaxed);
             let size = (shape & !OSR_BIT) as u32;
@@ -300,6 +318,13 @@ impl Table {
             Shape::Frameless(size) => u64::from(size),
             Shape::Osr(size) => OSR_BIT | u64::from(size),
         };
+        // The pages' bits before the count that publishes the entry (a range spanning more
+        // pages than the filter has bits sets them all).
+        let (first, last) = (start as u64 >> 12, (end.max(start + 1) as u64 - 1) >> 12);
+        for page in first..=last.min(first + (PAGE_WORDS * 64) as u64) {
+            let (word, mask) = page_bit(page);
+            self.pages[word].fetch_or(mask, Relaxed);
+        }
         entry.start.store(start as u64, Relaxed);
         entry.end.store(end as u64, Relaxed);
         entry.shape.store(value, Relaxed);
@@ -410,5 +435,20 @@ mod tests {
             assert!(table.insert(1000 + i, 1001 + i, Shape::Frameless(0)));
         }
         assert!(!table.insert(5000, 5001, Shape::Frameless(0)), "full");
+    }
+
+    /// The page filter never hides an entry: ranges across pages are found on each of them, and
+    /// addresses on other pages are not.
+    #[test]
+    fn ranges_across_pages_are_found_on_every_page() {
+        let table = Table::new();
+        let start = 0x7f00_0000_0ff0;
+        assert!(table.insert(start, start + 3 * 4096, Shape::Frameless(8)));
+        for ip in [start, start + 0x10, start + 4096, start + 2 * 4096 + 100, start + 3 * 4096 - 1] {
+            assert_eq!(table.lookup(ip), Some(Shape::Frameless(8)), "{ip:#x}");
+        }
+        assert_eq!(table.lookup(start + 3 * 4096), None);
+        assert_eq!(table.lookup(start - 1), None);
+        assert_eq!(table.lookup(0x5555_0000_0000), None);
     }
 }

@@ -53,6 +53,9 @@ pub(super) struct Slot {
     pub idle_periods: AtomicU64,
     /// Drain-thread bookkeeping: the call-tree node of the thread's last sample (+1; 0: none).
     pub last_leaf: AtomicU32,
+    /// The async context the thread runs in now (`async_stacks`; 0: none): each sample carries
+    /// it.
+    pub async_context: AtomicU32,
     /// Wall clock: signals the sampler sent the thread whatever its state, so that a thread
     /// blocked since before it was registered (an attach, `sonde dump`) has a stack to charge its
     /// time to (see the sampler); [`FIRST_DONE`] once one was sent with the stack's limits known.
@@ -73,6 +76,7 @@ const EMPTY_SLOT: Slot = Slot {
     active: AtomicBool::new(false),
     idle_periods: AtomicU64::new(0),
     last_leaf: AtomicU32::new(0),
+    async_context: AtomicU32::new(0),
     first_signals: AtomicU8::new(0),
     generation: AtomicU32::new(0),
     phase: AtomicU8::new(FREE),
@@ -177,6 +181,7 @@ pub(super) fn activate(index: usize, tid: u32, thread: Arc<ThreadState>) {
     thread.sampled.fetch_add(1, AcqRel);
     let previous = slot.thread.swap(Arc::into_raw(thread).cast_mut(), AcqRel);
     unbind(previous);
+    slot.async_context.store(0, Relaxed);
     slot.tid.store(tid, Release);
     slot.phase.store(LIVE, Release);
     slot.active.store(true, Release);
@@ -332,6 +337,13 @@ pub(super) fn current_slot() -> Option<(usize, &'static Slot)> {
     let slot = SLOTS.get(index)?;
     cache::set(((slot.generation.load(Acquire) as usize) << 32) | (index + 1));
     Some((index, slot))
+}
+
+/// Sets the calling thread's current async context (`async_stacks`), if it is sampled.
+pub(super) fn set_current_async(ctx: u32) {
+    if let Some((_, slot)) = current_slot() {
+        slot.async_context.store(ctx, Relaxed);
+    }
 }
 
 /// True when the calling thread registered and found every slot taken (and has not found its

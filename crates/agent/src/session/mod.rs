@@ -279,6 +279,12 @@ pub fn final_snapshot(why: &str) {
         sampling::drain();
         let (taken, losses) = sampling::totals();
         log!("samples: {taken} taken in {} stacks; {losses:?}", taken.saturating_sub(losses.deferred));
+        if crate::sampling::async_stacks::enabled() {
+            log!(
+                "async stacks: {} awaits not stitched (the drain fell behind)",
+                crate::sampling::async_stacks::dropped()
+            );
+        }
         log!("{}", sampling::module_files::summary());
     }
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);

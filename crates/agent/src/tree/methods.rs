@@ -27,6 +27,33 @@ struct MethodTableInner {
     records: Vec<MethodRecord>,
 }
 
+/// What a method is to async stack stitching (`sampling::async_stacks`), from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A compiler-generated async state machine's `MoveNext` (`Acme.Orders+<LoadAsync>d__4.MoveNext`).
+    AsyncMoveNext,
+    /// The runtime's wrapper that runs an await's continuation while the task events are on
+    /// (`TaskAwaiter+<>c.<OutputWaitEtwEvents>b__12_0`, `YieldAwaitable+YieldAwaiter+<>c.<OutputCorrelationEtwEvent>b__6_0`).
+    ContinuationWrapper,
+    Other,
+}
+
+impl Role {
+    /// From a method's name and signature: Roslyn names async and iterator state machines alike
+    /// (`<X>d__N`, a local function's `<<X>g__Local|0_0>d`) and tells them apart by `MoveNext`'s
+    /// return type (`bool` for an iterator); mcs names them `<X>c__asyncN` and `<X>c__IteratorN`.
+    pub fn of(name: &str, signature: &str) -> Role {
+        if name.contains("<OutputWaitEtwEvents>b__") || name.contains("<OutputCorrelationEtwEvent>b__") {
+            return Role::ContinuationWrapper;
+        }
+        let Some(ty) = name.strip_suffix(".MoveNext") else { return Role::Other };
+        let innermost = ty.rsplit(['+', '.']).next().unwrap_or(ty);
+        let Some((_, kind)) = innermost.strip_prefix('<').and_then(|t| t.rsplit_once('>')) else { return Role::Other };
+        let roslyn = (kind == "d" || kind.starts_with("d__")) && !signature.ends_with("bool");
+        if roslyn || kind.starts_with("c__async") { Role::AsyncMoveNext } else { Role::Other }
+    }
+}
+
 impl MethodTable {
     fn lock(&self) -> std::sync::MutexGuard<'_, MethodTableInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -74,9 +101,44 @@ impl MethodTable {
         id
     }
 
+    /// The [`Role`] of method `id` (`Other` for an unknown id or a pseudo-method).
+    pub fn role(&self, id: u32) -> Role {
+        let inner = self.lock();
+        inner.records.get(id as usize).map_or(Role::Other, |r| Role::of(&r.name, &r.signature))
+    }
+
     /// Records from `from` on (for incremental metadata), and the new count.
     pub fn since(&self, from: usize) -> (Vec<MethodRecord>, usize) {
         let inner = self.lock();
         (inner.records.get(from..).unwrap_or_default().to_vec(), inner.records.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Role;
+
+    #[test]
+    fn roles_come_from_the_compilers_names() {
+        let void = "() -> void";
+        assert_eq!(Role::of("Acme.Orders+<LoadAsync>d__4.MoveNext", void), Role::AsyncMoveNext);
+        assert_eq!(Role::of("Acme.Orders+<LoadAsync>c__async1.MoveNext", void), Role::AsyncMoveNext);
+        assert_eq!(Role::of("Acme.Orders+<<Main>g__Local|0_0>d.MoveNext", void), Role::AsyncMoveNext);
+        // Iterators are state machines too, not async ones.
+        assert_eq!(Role::of("Acme.Orders+<Squares>d__6.MoveNext", "() -> bool"), Role::Other);
+        assert_eq!(Role::of("Acme.Orders+<Squares>c__Iterator0.MoveNext", "() -> bool"), Role::Other);
+        assert_eq!(Role::of("System.Collections.Generic.List`1+Enumerator.MoveNext", "() -> bool"), Role::Other);
+        assert_eq!(
+            Role::of("System.Runtime.CompilerServices.TaskAwaiter+<>c.<OutputWaitEtwEvents>b__12_0", void),
+            Role::ContinuationWrapper
+        );
+        assert_eq!(
+            Role::of(
+                "System.Runtime.CompilerServices.YieldAwaitable+YieldAwaiter+<>c.<OutputCorrelationEtwEvent>b__6_0",
+                void
+            ),
+            Role::ContinuationWrapper
+        );
+        assert_eq!(Role::of("Acme.Orders.LoadAsync", void), Role::Other);
     }
 }

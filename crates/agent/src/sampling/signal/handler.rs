@@ -30,7 +30,7 @@
 
 use super::state;
 use crate::sampling::common::COUNTERS;
-use crate::sampling::ring::FLAG_TRUNCATED;
+use crate::sampling::ring::{CONTEXT_SHIFT, FLAG_TRUNCATED};
 use crate::sampling::slots;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
@@ -426,6 +426,8 @@ fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u6
         // Limits not known yet: the sampler thread looks this stack pointer up (`maps`).
         state.seen_sp.store(sp as u64, Relaxed);
     }
+    // The async context the thread runs in (`async_stacks`), in the flags' high half.
+    flags |= u64::from(slot.async_context.load(Relaxed)) << CONTEXT_SHIFT;
     writer.commit(periods, before, flags);
 }
 
@@ -453,15 +455,22 @@ impl FrameSink for super::super::ring::Writer<'_> {
     }
 }
 
-/// An event's stack: return addresses moved inside their call (`- 1`), up to a bound.
-struct EventFrames<'a>(&'a mut Vec<u64>);
+/// An event's stack: return addresses moved inside their call (`- 1`), up to a bound, or up to
+/// the first value `stop` accepts (kept).
+struct EventFrames<'a, F: Fn(u64) -> bool> {
+    frames: &'a mut Vec<u64>,
+    stop: F,
+    stopped: bool,
+}
 
-impl FrameSink for EventFrames<'_> {
+impl<F: Fn(u64) -> bool> FrameSink for EventFrames<'_, F> {
     fn push(&mut self, value: u64) {
-        self.0.push(value.saturating_sub(1));
+        let value = value.saturating_sub(1);
+        self.frames.push(value);
+        self.stopped = (self.stop)(value);
     }
     fn is_full(&self) -> bool {
-        self.0.len() >= super::super::ring::MAX_FRAMES
+        self.stopped || self.frames.len() >= super::super::ring::MAX_FRAMES
     }
 }
 
@@ -473,6 +482,13 @@ impl FrameSink for EventFrames<'_> {
 /// stack, between here and its top.
 #[inline(never)]
 pub fn walk_this_thread(frames: &mut Vec<u64>) -> bool {
+    walk_this_thread_until(frames, |_| false)
+}
+
+/// [`walk_this_thread`], ending after the first frame whose value (as pushed) `stop` accepts:
+/// true when it did not end there but at `ring::MAX_FRAMES`.
+#[inline(never)]
+pub fn walk_this_thread_until(frames: &mut Vec<u64>, stop: impl Fn(u64) -> bool) -> bool {
     thread_local!(static HIGH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
     let high = HIGH.with(|h| {
         if h.get() == 0 {
@@ -485,8 +501,9 @@ pub fn walk_this_thread(frames: &mut Vec<u64>) -> bool {
     }
     let (sp, fp) = frame_registers();
     let mut flags = 0;
-    walk_from(&mut EventFrames(frames), &mut flags, None, sp, fp, high);
-    flags & FLAG_TRUNCATED != 0
+    let mut sink = EventFrames { frames, stop, stopped: false };
+    walk_from(&mut sink, &mut flags, None, sp, fp, high);
+    flags & FLAG_TRUNCATED != 0 && !sink.stopped
 }
 
 /// This function's stack and frame pointers (its frame, then its caller's, are on the chain).

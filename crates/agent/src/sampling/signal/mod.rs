@@ -22,7 +22,7 @@ mod handler;
 pub mod maps;
 mod timers;
 
-pub use handler::{block_on_this_thread, walk_this_thread};
+pub use handler::{block_on_this_thread, walk_this_thread, walk_this_thread_until};
 
 use super::common::{COUNTERS, Clock, STOPPED, Sampler, configure, notice, thread_cpu_ns};
 use super::drain::{self, FrameResolver};
