@@ -5,6 +5,8 @@
 //   SONDE_HTML_REAL      reports of real recordings, separated by ':' (at least one)
 //   SONDE_HTML_NASTY     the report whose names try to inject markup (see NASTY below)
 //   SONDE_HTML_SAMPLING  optional: a sampling-mode report
+//   SONDE_HTML_LINES     a sampling report of Lines.exe with its symbols; SONDE_HTML_LINES_HOT
+//                        its hot line
 //   SONDE_HTML_EDGE      optional: reports that must merely load cleanly (empty, absurd figures)
 //   SONDE_HTML_EVENTS    reports of recordings with the runtime's events: Alloc.exe's `alloc`
 //                        (file name alloc.html) and `contend` (contend.html)
@@ -304,6 +306,29 @@ test('a sampling profile renders and responds', { timeout: TIMEOUT }, async (t) 
     return;
   }
   for (const file of files) await exerciseReport(file, { screenshot: 'html-report-sampling.png' });
+});
+
+test('source lines: the per-line table and the source beside the counts', { timeout: TIMEOUT }, async () => {
+  const [file] = reports('SONDE_HTML_LINES', true);
+  const hot = Number(process.env.SONDE_HTML_LINES_HOT);
+  assert.ok(hot > 0, 'SONDE_HTML_LINES_HOT names the hot line');
+  const { page, trouble } = await open(file);
+  await page.locator('#hot tbody .mname', { hasText: 'Lines.Work' }).first().click();
+  assert.equal(await page.$eval('#bf .bf-name', (h) => h.textContent), 'Lines.Work');
+  // The table: hottest line first.
+  const rows = await page.$$eval('#bf-lines tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  assert.ok(rows.length > 0, 'no line table');
+  assert.equal(Number(rows[0][0]), hot, `the hottest line is not the work: ${JSON.stringify(rows)}`);
+  // The source, embedded: the hot line with its count, as text.
+  const hit = await page.$$eval('#bf-source .src-line.hit', (ls) =>
+    ls.map((l) => [l.querySelector('.src-no').textContent, l.querySelector('.src-count').textContent, l.querySelector('.src-text').textContent]));
+  const line = hit.find(([n]) => Number(n) === hot);
+  assert.ok(line, `the source does not show line ${hot}: ${JSON.stringify(hit)}`);
+  assert.ok(line[2].includes('// HOT') && line[1].length > 0, `line ${hot}: ${JSON.stringify(line)}`);
+  await page.$eval('#bf-card', (c) => c.scrollIntoView());
+  await page.screenshot({ path: path.join(ARTIFACTS, 'html-report-lines.png'), fullPage: true });
+  await assertClean(page, trouble);
+  await page.close();
 });
 
 /** The timeline's shown range, [t0, t1] in ns. */

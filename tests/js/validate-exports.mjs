@@ -126,7 +126,8 @@ function pprof(file, expect) {
         locations.set(id, l.line.map(line => {
             const name = functions.get(Number(line.functionId));
             check(name !== undefined, `location ${id} names function ${line.functionId}, which is not defined`);
-            return name;
+            // A source line where the location has one: `Name:42`.
+            return Number(line.line) === 0 ? name : `${name}:${Number(line.line)}`;
         }));
     }
     const sampleTypes = p.sampleType.map(vt => `${str(vt.type, 'sample type')}/${str(vt.unit, 'sample unit')}`);

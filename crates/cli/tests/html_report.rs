@@ -292,6 +292,15 @@ fn html_report_in_a_real_browser() {
     let edge = std::env::join_paths(edge).expect("joinable paths");
     let sampling = render_html(&sampling);
     let nasty = render_html(&nasty);
+    // Source lines: Lines.exe with its portable PDB, sampled; the page embeds Lines.cs.
+    let lines_file = dir.path().join("lines.sonde");
+    let lines_app: Vec<OsString> =
+        vec![support::Runtime::CoreClr.host().into(), built_app("Lines", Build::RoslynPdb).into(), "60".into()];
+    let out = record(&lines_file, &["--rate", "1000"], &lines_app);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let lines = render_html(&lines_file);
+    let source = std::fs::read_to_string(root.join("tests/apps/Lines.cs")).expect("Lines.cs");
+    let hot = source.lines().position(|l| l.trim_end().ends_with("// HOT")).expect("a // HOT line") + 1;
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artifacts");
     std::fs::create_dir_all(&artifacts).expect("cannot create target/test-artifacts");
 
@@ -309,6 +318,8 @@ fn html_report_in_a_real_browser() {
         .env("SONDE_HTML_NASTY", &nasty)
         .env("SONDE_HTML_EDGE", &edge)
         .env("SONDE_HTML_EVENTS", &events)
+        .env("SONDE_HTML_LINES", &lines)
+        .env("SONDE_HTML_LINES_HOT", hot.to_string())
         .env("SONDE_TEST_ARTIFACTS", &artifacts)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log_out).expect("a log file"))

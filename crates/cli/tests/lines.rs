@@ -5,6 +5,9 @@
 
 mod support;
 
+#[path = "../../render/tests/support/pprof_text.rs"]
+mod pprof_text;
+
 use serde_json::Value;
 use std::ffi::OsString;
 use support::*;
@@ -23,19 +26,34 @@ fn method<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 /// Records `Lines.exe` built as `build` on `rt` with `opts`; the JSON report.
 fn record_lines(rt: Runtime, build: Build, opts: &[&str], calls: &str) -> Value {
+    record_lines_with_pprof(rt, build, opts, calls).0
+}
+
+/// [`record_lines`], and the profile's pprof export, decoded.
+fn record_lines_with_pprof(rt: Runtime, build: Build, opts: &[&str], calls: &str) -> (Value, pprof_text::Profile) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("lines.sonde");
     let command: Vec<OsString> = vec![rt.host().into(), built_app("Lines", build).into(), calls.into()];
     let out = record(&file, opts, &command);
     assert_eq!(out.code(), 0, "{}", out.describe());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("symbols of"), "{}", out.describe());
-    report_json(&file)
+    let pprof = dir.path().join("lines.pb.gz");
+    let export = sonde_cmd(&[
+        "report".into(),
+        file.clone().into(),
+        "--format".into(),
+        "pprof".into(),
+        "-o".into(),
+        pprof.clone().into(),
+    ]);
+    assert_eq!(export.code(), 0, "{}", export.describe());
+    (report_json(&file), pprof_text::decode(&std::fs::read(&pprof).expect("the pprof file")))
 }
 
 /// Sampled on CoreCLR, the hottest line of `Lines.Work` is the line that does the work, and
 /// both methods start where their first statement is.
 fn hottest_line_is_the_work(build: Build) {
-    let report = record_lines(Runtime::CoreClr, build, &["--rate", "1000"], "60");
+    let (report, pprof) = record_lines_with_pprof(Runtime::CoreClr, build, &["--rate", "1000"], "60");
     let work = method(&report, "Lines.Work");
     let source = repo_root().join("tests/apps/Lines.cs").canonicalize().expect("Lines.cs");
     let same_file =
@@ -56,6 +74,17 @@ fn hottest_line_is_the_work(build: Build) {
         assert_eq!(u64_of(l, "self_ns"), u64_of(l, "self_samples") * 1_000_000);
         assert!(u64_of(l, "total_samples") >= u64_of(l, "self_samples"));
     }
+    // The pprof export, as `pprof -list Lines.Work` reads it: the flat samples by line are the
+    // method's own by line, the hot line first.
+    let listed = pprof.list("Lines.Work");
+    let flat: u64 = listed.values().map(|&(flat, _)| flat as u64).sum();
+    assert_eq!(flat, by_line, "{listed:?} vs {lines:?}");
+    for l in lines {
+        let line = l["line"].as_u64().unwrap() as i64;
+        assert_eq!(listed.get(&line).map_or(0, |&(flat, _)| flat as u64), u64_of(l, "self_samples"), "{listed:?}");
+    }
+    let work_function = pprof.function.iter().find(|f| pprof.str(f.name) == "Lines.Work").expect("Work's function");
+    assert!(std::path::Path::new(pprof.str(work_function.filename)).canonicalize().ok() == Some(source), "{work}");
 }
 
 #[test]

@@ -54,6 +54,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     let mut threads = Vec::new();
     let mut nodes = Vec::new();
     let mut node_events = Vec::new();
+    let mut node_offsets = Vec::new();
     // Every thread the agent reported, sampled or not: a named thread that never got a sample (it
     // ran too briefly) still ran, and a report that drops it would hide it.
     for t in &snapshot.threads {
@@ -88,8 +89,26 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
                 total_samples,
             });
         }
-        // Ascending within a thread, and threads in node order: the profile's list stays sorted.
+        // A node's offsets never claim more samples than the node has.
         let count = t.nodes.len() as u32;
+        let mut claimed: (u32, u64) = (u32::MAX, 0);
+        for o in &t.leaf_offsets {
+            let Some(record) = t.nodes.get(o.node as usize) else { continue };
+            if claimed.0 != o.node {
+                claimed = (o.node, 0);
+            }
+            let samples = o.samples.min(record.self_samples.saturating_sub(claimed.1));
+            claimed.1 += samples;
+            if samples > 0 {
+                node_offsets.push(crate::sources::NodeOffset {
+                    node: base + o.node,
+                    method: record.method,
+                    il_offset: o.il_offset,
+                    samples,
+                });
+            }
+        }
+        // Ascending within a thread, and threads in node order: the profile's list stays sorted.
         let mut previous = None;
         for e in &t.events {
             if e.node < count && previous.is_none_or(|p| p < e.node) && !e.is_empty() {
@@ -128,7 +147,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         loading: snapshot.loading.clone(),
         timeline: snapshot.timeline.clone(),
     };
-    let sources = crate::sources::resolve(session.methods.values(), &snapshot.lines);
+    let sources = crate::sources::resolve(session.methods.values(), &snapshot.lines, &node_offsets);
     // session.methods is a BTreeMap: ascending ids, as the profile wants them.
     let instantiations = session
         .methods

@@ -7,7 +7,7 @@
 //! symbols are read once per controller process; a file that cannot be used (damaged, or built
 //! from another version of the module) gives no lines, never wrong ones, and one warning.
 
-use sonde_profile::{LineSamples, SourceLine, Sources};
+use sonde_profile::{LineSamples, NodeLine, SourceLine, Sources};
 use sonde_protocol::{LineRecord, MethodRecord};
 use sonde_symbols::AssemblySymbols;
 use std::collections::{BTreeMap, HashMap};
@@ -47,8 +47,21 @@ pub fn take_warnings() -> Vec<String> {
     std::mem::take(&mut *WARNINGS.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// The source locations of `methods` (by id) and of the samples in `lines`.
-pub fn resolve<'a>(methods: impl Iterator<Item = &'a MethodRecord>, lines: &[LineRecord]) -> Sources {
+/// A node's samples at an IL offset of its method, for [`resolve`].
+pub struct NodeOffset {
+    pub node: u32,
+    pub method: u32,
+    pub il_offset: u32,
+    pub samples: u64,
+}
+
+/// The source locations of `methods` (by id), of the samples in `lines`, and of the nodes'
+/// samples in `node_offsets`.
+pub fn resolve<'a>(
+    methods: impl Iterator<Item = &'a MethodRecord>,
+    lines: &[LineRecord],
+    node_offsets: &[NodeOffset],
+) -> Sources {
     let mut files = Files::default();
     let mut tokens: HashMap<u32, (Arc<AssemblySymbols>, u32)> = HashMap::new();
     let mut method_lines = Vec::new();
@@ -64,12 +77,17 @@ pub fn resolve<'a>(methods: impl Iterator<Item = &'a MethodRecord>, lines: &[Lin
     }
     method_lines.sort_unstable_by_key(|&(id, _)| id);
     method_lines.dedup_by_key(|&mut (id, _)| id);
+    // Each method's points decoded once, each file named once (offsets of one method are many).
+    let mut tables = Tables::default();
+    let mut line_of = |method: u32, il_offset: u32, files: &mut Files| -> Option<SourceLine> {
+        let (symbols, token) = tokens.get(&method)?;
+        tables.line(method, symbols, *token, il_offset, files)
+    };
     // Several IL offsets make one line: summed.
     let mut by_line: BTreeMap<(u32, SourceLine), (u64, u64)> = BTreeMap::new();
     for record in lines {
-        let Some((symbols, token)) = tokens.get(&record.method) else { continue };
-        let Some(at) = symbols.line(*token, record.il_offset) else { continue };
-        let counts = by_line.entry((record.method, files.line(&at.file, at.line))).or_default();
+        let Some(at) = line_of(record.method, record.il_offset, &mut files) else { continue };
+        let counts = by_line.entry((record.method, at)).or_default();
         counts.0 += record.self_samples;
         counts.1 += record.total_samples;
     }
@@ -77,7 +95,58 @@ pub fn resolve<'a>(methods: impl Iterator<Item = &'a MethodRecord>, lines: &[Lin
         .into_iter()
         .map(|((method, at), (self_samples, total_samples))| LineSamples { method, at, self_samples, total_samples })
         .collect();
-    Sources { files: files.names, methods: method_lines, lines }
+    let mut by_node: BTreeMap<(u32, SourceLine), u64> = BTreeMap::new();
+    for n in node_offsets {
+        let Some(at) = line_of(n.method, n.il_offset, &mut files) else { continue };
+        *by_node.entry((n.node, at)).or_default() += n.samples;
+    }
+    let node_lines = by_node.into_iter().map(|((node, at), samples)| NodeLine { node, at, samples }).collect();
+    Sources { files: files.names, methods: method_lines, lines, node_lines }
+}
+
+/// Methods' sequence points, decoded at their first lookup, with their files in the profile's
+/// file table.
+#[derive(Default)]
+struct Tables {
+    /// Method id → its points `(IL offset, line)` in IL order (`None`: it has none).
+    points: HashMap<u32, Option<Vec<(u32, SourceLine)>>>,
+    /// (symbols, their file index) → the profile's file index.
+    files: HashMap<(usize, u32), u32>,
+}
+
+impl Tables {
+    /// The line of `il_offset` in `method` (`token` in `symbols`): the last point at or before
+    /// it, as `AssemblySymbols::line` finds it.
+    fn line(
+        &mut self,
+        method: u32,
+        symbols: &Arc<AssemblySymbols>,
+        token: u32,
+        il_offset: u32,
+        files: &mut Files,
+    ) -> Option<SourceLine> {
+        let known = &mut self.files;
+        let points = self.points.entry(method).or_insert_with(|| {
+            let key = Arc::as_ptr(symbols) as usize;
+            let points = symbols.method_points(token)?;
+            let mut table = Vec::with_capacity(points.len());
+            for (offset, file, line) in points {
+                let file = match known.get(&(key, file)) {
+                    Some(&index) => index,
+                    None => {
+                        let index = files.line(&symbols.file_name(file)?, line).file;
+                        known.insert((key, file), index);
+                        index
+                    }
+                };
+                table.push((offset, SourceLine { file, line }));
+            }
+            Some(table)
+        });
+        let points = points.as_ref()?;
+        let after = points.partition_point(|&(offset, _)| offset <= il_offset);
+        after.checked_sub(1).map(|i| points[i].1)
+    }
 }
 
 /// The file table being built.

@@ -33,6 +33,7 @@
 //! | `sources` | `Profile::sources` ([`crate::model::Sources`]: first lines, samples by line) | version 2 |
 //! | `instantiations` | `Profile::instantiations` ([`crate::model::Instantiation`]: generic type arguments) | version 2 |
 //! | `framework` | `Profile::framework` (ids of managed framework methods, `crate::origin`) | version 2 |
+//! | `node_lines` | `Sources::node_lines` ([`crate::model::NodeLine`]: each node's samples by line) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -176,6 +177,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if profile.sources != Default::default() {
         list.push(("sources".to_string(), encode(&profile.sources)));
     }
+    if !profile.sources.node_lines.is_empty() {
+        list.push(("node_lines".to_string(), encode(&profile.sources.node_lines)));
+    }
     if !profile.instantiations.is_empty() {
         list.push(("instantiations".to_string(), encode(&profile.instantiations)));
     }
@@ -200,7 +204,13 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
             "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
-            "sources" => profile.sources = postcard::from_bytes(bytes)?,
+            "sources" => {
+                // Its own extension carries `node_lines` (read before or after this one).
+                let node_lines = std::mem::take(&mut profile.sources.node_lines);
+                profile.sources = postcard::from_bytes(bytes)?;
+                profile.sources.node_lines = node_lines;
+            }
+            "node_lines" => profile.sources.node_lines = postcard::from_bytes(bytes)?,
             "instantiations" => profile.instantiations = postcard::from_bytes(bytes)?,
             "framework" => profile.framework = Some(postcard::from_bytes(bytes)?),
             _ => {}

@@ -29,7 +29,7 @@ pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_pro
 pub use model::{
     AllocSampling, AllocationCount, Allocations, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
     GcSummary, Instantiation, InvalidProfile, LineSamples, Loading, LostSamples, Method, Mode, ModuleLoad, Node,
-    NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline,
+    NodeEvents, NodeLine, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline,
     TimelineEvent, TimelineKind, Timing,
 };
 pub use names::{Kind, display_name};

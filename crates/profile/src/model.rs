@@ -235,6 +235,20 @@ pub struct Sources {
     pub methods: Vec<(u32, SourceLine)>,
     /// Samples by source line, by method then file and line, one entry each (sampling mode).
     pub lines: Vec<LineSamples>,
+    /// Each call-tree node's own samples by the line its method was at, by node then file and
+    /// line, one entry each (sampling mode; the file's `node_lines` extension): what the pprof
+    /// export puts on each sample's innermost location. A node's entries sum to at most its
+    /// `self_samples` (time charged afterwards to a blocked thread's stack has no line).
+    #[serde(skip)]
+    pub node_lines: Vec<NodeLine>,
+}
+
+/// The samples of one call-tree node at one source line of its method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeLine {
+    pub node: u32,
+    pub at: SourceLine,
+    pub samples: u64,
 }
 
 /// A line of a source file.
@@ -267,6 +281,13 @@ impl Sources {
     /// The file name of `line`.
     pub fn file(&self, line: SourceLine) -> &str {
         self.files.get(line.file as usize).map_or("", String::as_str)
+    }
+
+    /// The line samples of node `node`.
+    pub fn lines_of_node(&self, node: u32) -> &[NodeLine] {
+        let start = self.node_lines.partition_point(|l| l.node < node);
+        let end = self.node_lines.partition_point(|l| l.node <= node);
+        &self.node_lines[start..end]
     }
 
     /// The line samples of method `method`.
@@ -554,6 +575,8 @@ pub enum InvalidProfile {
     NodeEventsOutOfOrder { node: u32, nodes: usize },
     #[error("source lines name method {method} of {methods}, file {file} of {files}, or are out of order")]
     SourcesOutOfRange { method: u32, methods: usize, file: u32, files: usize },
+    #[error("node lines name node {node} of {nodes}, or a file of {files}, out of order or beyond the node's samples")]
+    NodeLinesOutOfRange { node: u32, nodes: usize, files: usize },
     #[error("framework methods are out of order or beyond the {methods} methods")]
     FrameworkOutOfOrder { methods: usize },
     #[error("generic instantiations name method {method} of {methods}, or are out of order")]
@@ -661,6 +684,24 @@ impl Profile {
                 return Err(bad(l.method, l.at));
             }
             previous = Some((l.method, l.at));
+        }
+        let (nodes, bad) =
+            (self.nodes.len(), |node| InvalidProfile::NodeLinesOutOfRange { node, nodes: self.nodes.len(), files });
+        let mut previous: Option<(u32, SourceLine)> = None;
+        let mut node_sum = 0u64;
+        for l in &sources.node_lines {
+            if l.node as usize >= nodes || l.at.file as usize >= files || previous.is_some_and(|p| p >= (l.node, l.at))
+            {
+                return Err(bad(l.node));
+            }
+            if previous.is_none_or(|(p, _)| p != l.node) {
+                node_sum = 0;
+            }
+            node_sum = node_sum.saturating_add(l.samples);
+            if node_sum > self.nodes[l.node as usize].self_samples {
+                return Err(bad(l.node));
+            }
+            previous = Some((l.node, l.at));
         }
         Ok(())
     }

@@ -153,10 +153,23 @@ pub fn apply(profile: &Profile, view: View) -> Cow<'_, Profile> {
     let mut node_events: Vec<NodeEvents> = events.into_values().collect();
     node_events.sort_by_key(|e| e.node);
 
+    // A node's lines stay with it where its time went to a node of the same method (a node
+    // merged into its twin); a frame folded or hidden into another method's takes none along:
+    // they are lines of a method the view does not show there.
+    let mut node_lines: std::collections::BTreeMap<(u32, crate::SourceLine), u64> = Default::default();
+    for l in &profile.sources.node_lines {
+        let node = placed[l.node as usize].0;
+        if nodes[node as usize].method == profile.nodes[l.node as usize].method {
+            *node_lines.entry((node, l.at)).or_default() += l.samples;
+        }
+    }
+
     let mut shown = profile.clone();
     shown.methods = methods;
     shown.nodes = nodes;
     shown.events.nodes = node_events;
+    shown.sources.node_lines =
+        node_lines.into_iter().map(|((node, at), samples)| crate::NodeLine { node, at, samples }).collect();
     Cow::Owned(shown)
 }
 
@@ -324,6 +337,34 @@ mod tests {
         let sort = shown.events.nodes[0].node as usize;
         assert_eq!(shown.display_name(shown.nodes[sort].method), "System.Collections.Generic.List`1.Sort");
         assert_eq!(shown.events.nodes[0].alloc_bytes, 120);
+    }
+
+    /// A node's lines follow it into the node its time went to when that node is of the same
+    /// method (the two Compare frames merge); a framework frame folded into its run's entry point
+    /// takes none along (they are IntroSort's lines, not Sort's).
+    #[test]
+    fn node_lines_follow_their_frames_within_their_method() {
+        use crate::{NodeLine, SourceLine};
+        let mut profile = program();
+        let at = |line| SourceLine { file: 0, line };
+        profile.sources.files = vec!["/src/Program.cs".into()];
+        profile.sources.node_lines = vec![
+            NodeLine { node: 8, at: at(5), samples: 1 },
+            NodeLine { node: 9, at: at(20), samples: 2 },
+            NodeLine { node: 11, at: at(20), samples: 3 },
+            NodeLine { node: 11, at: at(21), samples: 1 },
+        ];
+        let shown = apply(&profile, View::default());
+        let lines: Vec<(String, u32, u64)> = shown
+            .sources
+            .node_lines
+            .iter()
+            .map(|l| (shown.display_name(shown.nodes[l.node as usize].method).into_owned(), l.at.line, l.samples))
+            .collect();
+        assert_eq!(lines, vec![("Acme.Program.Compare".into(), 20, 5), ("Acme.Program.Compare".into(), 21, 1)]);
+        // Shown in full, every node keeps its own.
+        let all = apply(&profile, View::ALL);
+        assert_eq!(all.sources.node_lines, profile.sources.node_lines);
     }
 
     const NAMES: [&str; 6] = [

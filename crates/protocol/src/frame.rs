@@ -104,6 +104,7 @@ mod tests {
                     wait_ns: 0,
                     exceptions_thrown: 1,
                 }],
+                leaf_offsets: vec![LeafOffset { node: 0, il_offset: 12, samples: 3 }],
             }],
             lost: 0,
             samples_taken: 0,

@@ -13,7 +13,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -131,6 +131,18 @@ pub struct ThreadSnapshot {
     /// Allocations, waits and throws attributed to nodes (`node` an index into `nodes`),
     /// ascending, only nodes with something to count.
     pub events: Vec<NodeEvents>,
+    /// Sampling mode: each node's own samples by the IL offset its method was at (the innermost
+    /// frame's), by node (an index into `nodes`) then offset; offsets the runtime did not map
+    /// are left out.
+    pub leaf_offsets: Vec<LeafOffset>,
+}
+
+/// Samples of one call-tree node at one IL offset of its method (sampling mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeafOffset {
+    pub node: u32,
+    pub il_offset: u32,
+    pub samples: u64,
 }
 
 /// The hooks' own cost, measured by the agent at start-up (see `docs/ARCHITECTURE.md`).

@@ -124,6 +124,9 @@ struct Location {
 struct Line {
     #[prost(uint64, tag = "1")]
     function_id: u64,
+    /// 0 where the line is not known (every frame but a sample's innermost, see [`line_split`]).
+    #[prost(int64, tag = "2")]
+    line: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -179,8 +182,10 @@ impl Renderer for PprofRenderer {
         // Counted before a byte is written, so that a refusal leaves no partial file.
         let (mut location_ids, mut cut) = (0u64, false);
         let columns = Columns::of(profile);
-        for_each_sample(profile, &tree, |_, _, stack, cut_frames| {
-            location_ids += stack.len() as u64 + u64::from(cut_frames.is_some());
+        for_each_sample(profile, &tree, |node, value, stack, cut_frames| {
+            // A sample split by line repeats its stack once per line.
+            let copies = if cut_frames.is_none() { 1 + line_split(profile, node, &value).len() as u64 } else { 1 };
+            location_ids += (stack.len() as u64 + u64::from(cut_frames.is_some())) * copies;
             cut |= cut_frames.is_some();
             Ok(())
         })?;
@@ -252,6 +257,8 @@ impl Renderer for PprofRenderer {
         let mut markers: HashMap<u32, u64> = HashMap::new();
         let mut marker_names: Vec<String> = Vec::new();
         let mut part = ProfileProto::default();
+        // (method, line) → location id, for samples split by the line of their innermost frame.
+        let mut line_locations: HashMap<(u32, u32), u64> = HashMap::new();
         for_each_sample(profile, &tree, |node, value, stack, cut_frames| {
             for &m in stack {
                 used[m as usize] = true;
@@ -264,12 +271,26 @@ impl Renderer for PprofRenderer {
                 }));
             }
             location_id.extend(stack.iter().rev().map(|&m| u64::from(m) + 1));
-            part.sample.push(Sample {
-                location_id,
-                value: columns.values(&value),
-                label: vec![Label { key: thread_key, str: thread_names[profile.nodes[node as usize].thread as usize] }],
-            });
-            if part.sample.len() == BATCH {
+            let label =
+                vec![Label { key: thread_key, str: thread_names[profile.nodes[node as usize].thread as usize] }];
+            let mut rest = value;
+            if cut_frames.is_none() {
+                for (line, values) in line_split(profile, node, &value) {
+                    let method = profile.nodes[node as usize].method;
+                    let next = LINE_LOCATIONS + line_locations.len() as u64;
+                    let id = *line_locations.entry((method, line)).or_insert(next);
+                    let mut ids = location_id.clone();
+                    ids[0] = id;
+                    for (r, v) in rest.iter_mut().zip(values) {
+                        *r -= v;
+                    }
+                    part.sample.push(Sample { location_id: ids, value: columns.values(&values), label: label.clone() });
+                }
+            }
+            if rest != ZERO {
+                part.sample.push(Sample { location_id, value: columns.values(&rest), label });
+            }
+            if part.sample.len() >= BATCH {
                 write(&mut out, &part)?;
                 part.sample.clear();
             }
@@ -291,8 +312,14 @@ impl Renderer for PprofRenderer {
             .iter()
             .enumerate()
             .map(|(i, name)| ((profile.methods.len() + 1 + i) as u64, name.as_str().into(), name.clone(), "", 0));
+        let mut by_line: Vec<(&(u32, u32), &u64)> = line_locations.iter().collect();
+        by_line.sort_unstable_by_key(|&(_, &id)| id);
+        for (&(method, line), &id) in by_line {
+            part.location
+                .push(Location { id, line: vec![Line { function_id: u64::from(method) + 1, line: i64::from(line) }] });
+        }
         for (id, name, system_name, file, start_line) in methods.chain(cut_markers) {
-            part.location.push(Location { id, line: vec![Line { function_id: id }] });
+            part.location.push(Location { id, line: vec![Line { function_id: id, line: 0 }] });
             part.function.push(Function {
                 id,
                 name: strings.intern(&name),
@@ -360,6 +387,35 @@ fn for_each_sample(
             if sum == ZERO { Ok(()) } else { visit(node, sum, above, Some(below + 1)) }
         }
     })
+}
+
+/// Location ids of (method, line) locations start here, clear of the methods' and the cut
+/// markers' ids.
+const LINE_LOCATIONS: u64 = 1 << 40;
+
+/// Node `node`'s own samples split by the line its method was at (sampling mode, where the
+/// profile has the node's lines): `(line, values)` per line — the samples and their share of the
+/// time; the events stay with the rest of the node's values. Only lines of the file the
+/// method's function names (pprof's `Line` has no file of its own).
+fn line_split(profile: &Profile, node: u32, value: &Values) -> Vec<(u32, Values)> {
+    let lines = profile.sources.lines_of_node(node);
+    let (samples, time) = (value[0], value[1]);
+    if lines.is_empty() || profile.run.mode != Mode::Sampling || samples == 0 {
+        return Vec::new();
+    }
+    let method = profile.nodes[node as usize].method;
+    let Some(file) = profile.sources.method_line(method).map(|at| at.file) else { return Vec::new() };
+    let mut left = samples;
+    lines
+        .iter()
+        .filter(|l| l.at.file == file && l.samples > 0)
+        .map_while(|l| {
+            let n = l.samples.min(left);
+            left -= n;
+            let ns = u64::try_from(u128::from(time) * u128::from(n) / u128::from(samples)).unwrap_or(u64::MAX);
+            (n > 0).then_some((l.at.line, [n, ns, 0, 0, 0, 0]))
+        })
+        .collect()
 }
 
 /// A sample's values: count and time (calls or samples; wall or CPU time), then the runtime's

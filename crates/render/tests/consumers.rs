@@ -109,20 +109,33 @@ fn speedscope_expectation(profile: &Profile) -> Value {
     json!({ "activeProfileIndex": 0, "profiles": profiles })
 }
 
+/// One sample per node with values — split by line where the profile has the node's lines: a
+/// sample per line (its samples, their share of the time, the innermost frame `Name:line`),
+/// then one with the rest.
 fn pprof_expectation(profile: &Profile) -> Value {
     let run = &profile.run;
     let samples: Vec<Value> = (0..profile.nodes.len())
-        .filter_map(|i| {
+        .flat_map(|i| {
             let n = &profile.nodes[i];
-            let values = match run.mode {
+            let mut values = match run.mode {
                 Mode::Tracing => [n.calls, n.self_ns],
                 Mode::Sampling => [n.self_samples, n.self_ns],
             };
-            (values != [0, 0]).then(|| {
-                let mut leaf_first = stack(profile, i);
-                leaf_first.reverse();
-                json!({ "stack": leaf_first, "values": values, "labels": { "thread": thread_name(profile, n.thread) } })
-            })
+            let mut leaf_first = stack(profile, i);
+            leaf_first.reverse();
+            let labels = json!({ "thread": thread_name(profile, n.thread) });
+            let mut out = Vec::new();
+            for l in profile.sources.node_lines.iter().filter(|l| l.node as usize == i) {
+                let line = [l.samples, n.self_ns * l.samples / n.self_samples];
+                let mut stack = leaf_first.clone();
+                stack[0] = format!("{}:{}", stack[0], l.at.line);
+                out.push(json!({ "stack": stack, "values": line, "labels": labels }));
+                values = [values[0] - line[0], values[1] - line[1]];
+            }
+            if values != [0, 0] {
+                out.push(json!({ "stack": leaf_first, "values": values, "labels": labels }));
+            }
+            out
         })
         .collect();
     let (types, default) = match run.mode {
@@ -142,7 +155,9 @@ fn pprof_expectation(profile: &Profile) -> Value {
 fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     let mut node = node();
     let dir = out_dir();
-    for (name, profile) in [("tracing", profiles::tracing()), ("sampling", profiles::sampling())] {
+    for (name, profile) in
+        [("tracing", profiles::tracing()), ("sampling", profiles::sampling()), ("lines", profiles::sampling_lines())]
+    {
         let exports = [
             (format!("{name}.speedscope.json"), Format::Speedscope, speedscope_expectation(&profile)),
             (format!("{name}.pb.gz"), Format::Pprof, pprof_expectation(&profile)),
@@ -177,7 +192,7 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "validate-exports.mjs failed ({}):\n{stdout}{stderr}", out.status);
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 6, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 8, "{stdout}");
     print!("{stdout}");
 }
 

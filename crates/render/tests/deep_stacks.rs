@@ -176,7 +176,7 @@ fn pprof_cuts_deep_stacks_and_keeps_every_value() {
             total = [total[0] + v[0], total[1] + v[1]];
             if stack[0].starts_with("[…") {
                 assert_eq!(stack.len(), CUT + 1, "a marker ends a stack cut at the limit");
-                markers.push(stack[0]);
+                markers.push(stack[0].clone());
                 cut = [cut[0] + v[0], cut[1] + v[1]];
             }
         }

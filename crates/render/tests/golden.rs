@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use sonde_profile::{
     AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    Instantiation, LineSamples, Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime,
-    RuntimeEvents, SourceLine, Sources, Thread, Timing,
+    Instantiation, LineSamples, Loading, Method, Mode, ModuleLoad, Node, NodeEvents, NodeLine, Profile, RunInfo,
+    Runtime, RuntimeEvents, SourceLine, Sources, Thread, Timing,
 };
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
@@ -129,6 +129,17 @@ fn sources(samples: bool) -> Sources {
             vec![
                 LineSamples { method: 5, at: at(0, 43), self_samples: 5, total_samples: 7 },
                 LineSamples { method: 5, at: at(0, 44), self_samples: 2, total_samples: 2 },
+            ]
+        } else {
+            Vec::new()
+        },
+        // Fib's two sampled nodes, by line (they sum to the method's lines above).
+        node_lines: if samples {
+            vec![
+                NodeLine { node: 1, at: at(0, 43), samples: 1 },
+                NodeLine { node: 1, at: at(0, 44), samples: 1 },
+                NodeLine { node: 2, at: at(0, 43), samples: 4 },
+                NodeLine { node: 2, at: at(0, 44), samples: 1 },
             ]
         } else {
             Vec::new()

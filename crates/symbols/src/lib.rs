@@ -209,6 +209,28 @@ impl AssemblySymbols {
         self.source_line(found?)
     }
 
+    /// The method's non-hidden sequence points in IL order, `(IL offset, file, line)` with the
+    /// file as [`file_name`](Self::file_name) takes it: what [`line`](Self::line) searches, for
+    /// a caller that looks up many offsets of one method (the last point at or before an offset
+    /// is its line). `None` when the method has no points.
+    pub fn method_points(&self, token: u32) -> Option<Vec<(u32, u32, u32)>> {
+        let points: Vec<(u32, u32, u32)> = self
+            .points(token)?
+            .map_while(Result::ok)
+            .filter(|p| !p.hidden)
+            .map(|p| (p.il_offset, p.file, p.line))
+            .collect();
+        (!points.is_empty()).then_some(points)
+    }
+
+    /// The name of a file of [`method_points`](Self::method_points), as the compiler wrote it.
+    pub fn file_name(&self, file: u32) -> Option<String> {
+        match &self.reader {
+            Reader::Portable(pdb) => pdb.document_name(file).ok(),
+            Reader::Mono(mdb) => mdb.source_name(file).ok(),
+        }
+    }
+
     /// The method's first non-hidden sequence point (where a method "is").
     pub fn first_line(&self, token: u32) -> Option<SourceLine> {
         let point = self.points(token)?.map_while(Result::ok).find(|point| !point.hidden)?;

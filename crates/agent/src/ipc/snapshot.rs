@@ -151,6 +151,7 @@ fn thread_snapshot(t: &ThreadState, now: u64, ns_per_tick: f64) -> ThreadSnapsho
         last_sample: node_record(t, t.last_sample.load(Relaxed), nodes.len()),
         walked: node_record(t, t.walked.load(Relaxed), nodes.len()),
         events: node_events(t, nodes.len()),
+        leaf_offsets: t.leaf_offsets(nodes.len()),
         nodes,
     }
 }

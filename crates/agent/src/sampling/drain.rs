@@ -135,6 +135,9 @@ pub fn drain() {
             if let Some(leaf) = tree.record_sample(&path, weight, weight * interval_ns) {
                 last_leaf = Some(leaf);
                 lines.record(&path, &offsets, weight);
+                if let Some(&offset) = offsets.last().filter(|&&o| o != super::lines::NONE && weight > 0) {
+                    thread.add_leaf_offset(leaf, offset, weight);
+                }
             }
         });
         if let Some(leaf) = last_leaf {

@@ -51,6 +51,9 @@ pub struct ThreadState {
     /// Allocations, waits and throws attributed to nodes of `tree` (by node index), written by
     /// the runtime's event callbacks (tracing) or the drain (sampling); never on the hooks' path.
     pub events: Mutex<BTreeMap<u32, NodeEvents>>,
+    /// Sampling mode: samples by (node, IL offset of the node's method), for the innermost frame
+    /// of each sample (the drain's; lines per node for the exports).
+    leaf_offsets: Mutex<BTreeMap<(u32, u32), u64>>,
     /// The aggregate of ended threads ([`fold_ended`]): how many, and their wall time together.
     merged_threads: AtomicU64,
     merged_wall_ns: AtomicU64,
@@ -333,6 +336,7 @@ impl ThreadState {
             last_sample: AtomicU32::new(0),
             walked: AtomicU32::new(0),
             events: Mutex::new(BTreeMap::new()),
+            leaf_offsets: Mutex::new(BTreeMap::new()),
             start_time: if os_tid == 0 { 0 } else { start_time(os_tid).unwrap_or(0) },
             merged_threads: AtomicU64::new(0),
             merged_wall_ns: AtomicU64::new(0),
@@ -399,6 +403,12 @@ impl ThreadState {
                 self.add_events(mine, &counts);
             }
         }
+        let theirs = std::mem::take(&mut *thread.leaf_offsets.lock().unwrap_or_else(|e| e.into_inner()));
+        for ((node, offset), samples) in theirs {
+            if let Some(&mine) = map.get(node as usize) {
+                self.add_leaf_offset(mine, offset, samples);
+            }
+        }
         let wall = thread.wall_ns(clock::ticks(), clock::ns_per_tick());
         self.merged_wall_ns.fetch_add(wall, Relaxed);
         self.merged_threads.fetch_add(thread.merged_threads().max(1), Relaxed);
@@ -407,6 +417,21 @@ impl ThreadState {
         let total = total.get_or_insert_with(CpuTimes::default);
         total.user_ns += cpu.user_ns;
         total.kernel_ns += cpu.kernel_ns;
+    }
+
+    /// Counts `samples` of node `node` at IL offset `offset` (the drain's).
+    pub fn add_leaf_offset(&self, node: u32, offset: u32, samples: u64) {
+        *self.leaf_offsets.lock().unwrap_or_else(|e| e.into_inner()).entry((node, offset)).or_default() += samples;
+    }
+
+    /// The samples by IL offset of the nodes among the first `records` of a snapshot (node `n`
+    /// is record `n - 1`), by node then offset.
+    pub fn leaf_offsets(&self, records: usize) -> Vec<sonde_protocol::LeafOffset> {
+        let offsets = self.leaf_offsets.lock().unwrap_or_else(|e| e.into_inner());
+        offsets
+            .range((1, 0)..=(records as u32, u32::MAX))
+            .map(|(&(node, il_offset), &samples)| sonde_protocol::LeafOffset { node: node - 1, il_offset, samples })
+            .collect()
     }
 
     /// Adds `counts` (not their node) to node `node`'s events.

@@ -3,7 +3,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::model::{
     AllocSampling, AllocationCount, Attach, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    InvalidProfile, Loading, ModuleLoad, NodeEvents, Timeline, TimelineEvent, TimelineKind,
+    InvalidProfile, LineSamples, Loading, ModuleLoad, NodeEvents, NodeLine, SourceLine, Sources, Timeline,
+    TimelineEvent, TimelineKind,
 };
 use crate::testkit::{Builder, arb_profile};
 
@@ -83,9 +84,24 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         ],
         dropped: 3,
     };
+    let at = |line| SourceLine { file: 0, line };
+    profile.sources = Sources {
+        files: vec!["/src/App/Math.cs".into()],
+        methods: vec![(1, at(10))],
+        lines: vec![LineSamples { method: 1, at: at(11), self_samples: 5, total_samples: 5 }],
+        node_lines: vec![NodeLine { node: 1, at: at(11), samples: 2 }, NodeLine { node: 2, at: at(11), samples: 3 }],
+    };
     let bytes = encode(&profile);
     assert_eq!(&bytes[8..12], &FORMAT_VERSION.to_le_bytes());
     assert_eq!(read_profile(&bytes[..]).unwrap(), profile);
+    // Node lines beyond a node's own samples, or naming a node that is not there, are refused.
+    for node_lines in
+        [vec![NodeLine { node: 1, at: at(11), samples: 3 }], vec![NodeLine { node: 9, at: at(11), samples: 1 }]]
+    {
+        let mut broken = profile.clone();
+        broken.sources.node_lines = node_lines;
+        assert!(matches!(broken.validate(), Err(InvalidProfile::NodeLinesOutOfRange { .. })), "{:?}", broken.sources);
+    }
 
     // A newer build's file: one more extension this build does not know.
     let mut payload = postcard::to_stdvec(&profile).unwrap();

@@ -117,7 +117,70 @@ pub(super) fn write(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
     nodes(out, &profile.nodes, by_samples)?;
     out.write_all(b",\n")?;
     events(out, &profile.events)?;
+    out.write_all(b",\n")?;
+    sources(out, profile)?;
     out.write_all(b"}\n")
+}
+
+/// The most source text embedded in a page, over all files.
+const MAX_EMBEDDED_SOURCE: usize = 16 << 20;
+
+/// Source lines (`sources`): the files' names, each method's first line `[method, file, line]`,
+/// the samples by line `[method, file, line, self, total]`, and the text of the files that hold
+/// sampled lines, where each is readable now (`text::lines::source_lines`: a regular C#, F# or
+/// VB file of at most 4 MB), `[file, [line, …]]` — the page shows it beside the counts.
+fn sources(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
+    let sources = &profile.sources;
+    out.write_all(b"\"sources\":{\"files\":[")?;
+    for (i, f) in sources.files.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        string(out, f)?;
+    }
+    out.write_all(b"],\"first\":[")?;
+    for (i, (m, at)) in sources.methods.iter().enumerate() {
+        write!(out, "{}[{m},{},{}]", if i > 0 { "," } else { "" }, at.file, at.line)?;
+    }
+    out.write_all(b"],\n\"lines\":[")?;
+    for (i, l) in sources.lines.iter().enumerate() {
+        write!(
+            out,
+            "{}[{},{},{},{},{}]",
+            if i > 0 { ",\n" } else { "" },
+            l.method,
+            l.at.file,
+            l.at.line,
+            l.self_samples,
+            l.total_samples
+        )?;
+    }
+    out.write_all(b"],\n\"text\":[")?;
+    let mut files: Vec<u32> = sources.lines.iter().map(|l| l.at.file).collect();
+    files.sort_unstable();
+    files.dedup();
+    let (mut embedded, mut first) = (0usize, true);
+    for file in files {
+        let Some(text) = sources.files.get(file as usize).and_then(|path| crate::text::lines::source_lines(path))
+        else {
+            continue;
+        };
+        let size: usize = text.iter().map(|l| l.len() + 1).sum();
+        if embedded + size > MAX_EMBEDDED_SOURCE {
+            continue;
+        }
+        embedded += size;
+        write!(out, "{}[{file},[", if first { "\n" } else { ",\n" })?;
+        first = false;
+        for (i, line) in text.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            string(out, line)?;
+        }
+        out.write_all(b"]]")?;
+    }
+    out.write_all(b"]}")
 }
 
 /// The runtime's events (`events`): allocations by type, the allocation bytes and lock waits of

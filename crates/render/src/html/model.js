@@ -32,6 +32,9 @@ const Model = (() => {
       data.nodes = null; // the typed arrays replace the (much larger) parsed arrays
       /** The runtime's events (data.rs `events`): allocations, collections, the timeline. */
       this.events = data.events;
+      /** Source lines (data.rs `sources`): files, first lines, samples by line, embedded text. */
+      this.sources = data.sources || { files: [], first: [], lines: [], text: [] };
+      this.sourceText = new Map(this.sources.text.map(([file, lines]) => [file, lines]));
       /**
        * What the tree is weighed by: `cpu` (samples or time, as recorded), `alloc` (bytes
        * allocated, the Memory tab) or `wait` (time waiting for locks). Each has its own nodes
@@ -183,6 +186,20 @@ const Model = (() => {
     }
 
     /** The module (assembly and file) of a method, as text. */
+    /** Method `m`'s first line as `[file index, line]`, or null without symbols. */
+    firstLine(m) {
+      const found = this.sources.first.find((f) => f[0] === m);
+      return found ? [found[1], found[2]] : null;
+    }
+
+    /** Method `m`'s samples by line: `{file, line, self, total}`, hottest first (all threads). */
+    linesOf(m) {
+      return this.sources.lines
+        .filter((l) => l[0] === m)
+        .map(([, file, line, self, total]) => ({ file, line, self, total }))
+        .sort((a, b) => b.self - a.self || b.total - a.total || a.line - b.line);
+    }
+
     moduleText(m) {
       const mod = this.modules[this.methods[m][2]];
       if (!mod) return '';

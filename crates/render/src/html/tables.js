@@ -180,6 +180,69 @@ const Tables = (() => {
     box.append(edgeTable(callers, whole, 'callers', null));
     box.append(el('h4', '', 'Calls into (' + fmtCount(callees.length) + ')'));
     box.append(edgeTable(callees, whole, 'callees', s.self[m]));
+    drawLines(box, m);
+  }
+
+  /** Lines shown around each sampled line of the source. */
+  const CONTEXT_LINES = 2;
+
+  /**
+   * The selected method's samples by source line (all threads: the lines are recorded per
+   * method), and, where the page embeds the file, its source with the counts beside each line.
+   */
+  function drawLines(box, m) {
+    const lines = profile.linesOf(m);
+    const first = profile.firstLine(m);
+    if (lines.length === 0 && !first) return;
+    const files = profile.sources.files;
+    const where = first ? files[first[0]] + ':' + first[1] : '';
+    box.append(el('h4', '', 'Source lines'));
+    if (where) box.append(el('div', 'bf-sub', where));
+    if (lines.length === 0) {
+      box.append(el('p', 'hint', profile.bySamples ? 'No sample fell in it.' : 'Tracing counts calls, not lines.'));
+      return;
+    }
+    const self = lines.reduce((sum, l) => sum + l.self, 0);
+    const table = el('table', 'edges');
+    table.id = 'bf-lines';
+    const head = el('tr');
+    head.append(el('th', '', 'Line'), el('th', 'num', 'Self'), el('th', 'num', '%'), el('th', 'num', 'Total'));
+    table.createTHead().append(head);
+    const body = table.createTBody();
+    for (const l of lines) {
+      const tr = el('tr');
+      const at = l.file === (first && first[0]) ? String(l.line) : files[l.file] + ':' + l.line;
+      tr.append(el('td', 'c-name', at), numCell(fmtCount(l.self), l.self), barCell(l.self, self));
+      tr.append(numCell(fmtCount(l.total), l.total));
+      body.append(tr);
+    }
+    box.append(table);
+    const file = first ? first[0] : lines[0].file;
+    const text = profile.sourceText.get(file);
+    if (!text) {
+      box.append(el('p', 'hint', 'The source file was not readable when this report was made.'));
+      return;
+    }
+    const counts = new Map(lines.filter((l) => l.file === file).map((l) => [l.line, l]));
+    const shown = new Set();
+    for (const n of counts.keys()) {
+      for (let k = n - CONTEXT_LINES; k <= n + CONTEXT_LINES; k++) if (k >= 1 && k <= text.length) shown.add(k);
+    }
+    if (first) shown.add(first[1]);
+    const pre = el('div', 'source');
+    pre.id = 'bf-source';
+    let previous = 0;
+    for (const n of [...shown].sort((a, b) => a - b)) {
+      if (previous && n > previous + 1) pre.append(el('div', 'src-gap', '⋯'));
+      const row = el('div', 'src-line' + (counts.has(n) ? ' hit' : ''));
+      const c = counts.get(n);
+      row.append(el('span', 'src-count', c ? fmtCount(c.self) : ''), el('span', 'src-no', String(n)));
+      // textContent: the source is the profiled program's, shown as text, never as markup.
+      row.append(el('span', 'src-text', text[n - 1] || ''));
+      pre.append(row);
+      previous = n;
+    }
+    box.append(pre);
   }
 
   function stat(label, value, pct) {

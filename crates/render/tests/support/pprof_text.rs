@@ -133,7 +133,7 @@ impl Profile {
     }
 
     /// The function names of a sample's stack, leaf first, resolving every id.
-    pub fn stack(&self, sample: &Sample) -> Vec<&str> {
+    pub fn stack(&self, sample: &Sample) -> Vec<String> {
         let locations: std::collections::HashMap<u64, &Location> = self.location.iter().map(|l| (l.id, l)).collect();
         let functions: std::collections::HashMap<u64, &Function> = self.function.iter().map(|f| (f.id, f)).collect();
         sample
@@ -146,10 +146,41 @@ impl Profile {
                     let f = functions
                         .get(&line.function_id)
                         .unwrap_or_else(|| panic!("function {} is not defined", line.function_id));
-                    self.str(f.name)
+                    match line.line {
+                        0 => self.str(f.name).to_owned(),
+                        n => format!("{}:{n}", self.str(f.name)),
+                    }
                 })
             })
             .collect()
+    }
+
+    /// What `pprof -list NAME` shows: for the function named `name`, (flat, cum) of the first
+    /// sample value by source line — flat where the sample's innermost location is on the line,
+    /// cum where any location of the function is (once per sample).
+    pub fn list(&self, name: &str) -> std::collections::BTreeMap<i64, (i64, i64)> {
+        let locations: std::collections::HashMap<u64, &Location> = self.location.iter().map(|l| (l.id, l)).collect();
+        let functions: std::collections::HashMap<u64, &Function> = self.function.iter().map(|f| (f.id, f)).collect();
+        let mut by_line = std::collections::BTreeMap::new();
+        for sample in &self.sample {
+            let value = sample.value.first().copied().unwrap_or(0);
+            let mut seen = std::collections::BTreeSet::new();
+            for (depth, id) in sample.location_id.iter().enumerate() {
+                for line in &locations[id].line {
+                    if line.line == 0 || self.str(functions[&line.function_id].name) != name {
+                        continue;
+                    }
+                    let entry: &mut (i64, i64) = by_line.entry(line.line).or_default();
+                    if depth == 0 {
+                        entry.0 += value;
+                    }
+                    if seen.insert(line.line) {
+                        entry.1 += value;
+                    }
+                }
+            }
+        }
+        by_line
     }
 }
 
@@ -171,9 +202,23 @@ pub fn text(p: &Profile) -> String {
         writeln!(out, "sample {:?} {}: {}", s.value, labels.join(" "), p.stack(s).join(" <- ")).unwrap();
     }
     for l in &p.location {
-        let functions: Vec<u64> = l.line.iter().map(|line| line.function_id).collect();
-        writeln!(out, "location {} mapping {} address {} functions {functions:?}", l.id, l.mapping_id, l.address)
-            .unwrap();
+        let functions: Vec<String> = l
+            .line
+            .iter()
+            .map(|line| match line.line {
+                0 => line.function_id.to_string(),
+                n => format!("{}:{n}", line.function_id),
+            })
+            .collect();
+        writeln!(
+            out,
+            "location {} mapping {} address {} functions [{}]",
+            l.id,
+            l.mapping_id,
+            l.address,
+            functions.join(", ")
+        )
+        .unwrap();
     }
     for f in &p.function {
         writeln!(

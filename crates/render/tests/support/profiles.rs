@@ -144,6 +144,25 @@ pub fn sampling() -> Profile {
     }
 }
 
+/// [`sampling`] with its symbols' lines: method 7's first line, and its two sampled nodes'
+/// samples by line — node 3's six with one left without a line.
+pub fn sampling_lines() -> Profile {
+    use sonde_profile::{NodeLine, SourceLine, Sources};
+    let at = |line| SourceLine { file: 0, line };
+    let mut profile = sampling();
+    profile.sources = Sources {
+        files: vec!["/src/Acme/Work.cs".into()],
+        methods: vec![(7, at(20))],
+        lines: Vec::new(),
+        node_lines: vec![
+            NodeLine { node: 1, at: at(21), samples: 2 },
+            NodeLine { node: 3, at: at(21), samples: 4 },
+            NodeLine { node: 3, at: at(23), samples: 1 },
+        ],
+    };
+    profile
+}
+
 /// Exact tracing built for the recursion-aware figures: mutual recursion (`Html(string)` ⇄
 /// `Html(int32)`), a method recurring below another recursion (Fib), the same root method on two
 /// threads (merged in the HTML report's all-threads view), a self-recursive root-level method on
