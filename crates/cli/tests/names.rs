@@ -107,6 +107,13 @@ fn sampled_async_code_is_named_as_written() {
     let folded = String::from_utf8_lossy(&folded.stdout);
     assert!(folded.contains(";Acme.Orders.ReadAsync [async];Acme.Orders.Parse"), "{folded}");
     assert!(!folded.contains("<ReadAsync>"), "{folded}");
+    // The two instantiations of Table<T>.Fill (200 ms of them) are told apart in sampling too,
+    // their argument types named from the modules' files.
+    for name in ["Acme.Table<Acme.Row>.Fill", "Acme.Table<Acme.Col>.Fill"] {
+        let found = shown(&report, name);
+        assert_eq!(found.len(), 1, "{name}: {:?}", arr(&report, "methods"));
+        assert!(u64_of(found[0], "self_samples") > 0, "{}", found[0]);
+    }
     // Without --async, the continuation's work is under the thread that ran it, not Main.
     let (parse, under_main) = parse_samples(&folded);
     assert!(parse > 0 && under_main == 0, "{parse} samples in Parse, {under_main} under Main:\n{folded}");

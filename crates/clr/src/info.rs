@@ -340,6 +340,12 @@ impl ProfilerInfo {
     /// A type's name as the runtime's own events spell it: `Namespace.Outer+Inner`, arrays by
     /// their element type (`System.Byte[]`, `Acme.Point[,]`, `System.String[][]`).
     pub fn type_name(&self, class: ClassID) -> Result<String, HResult> {
+        self.type_name_with(class, &mut |module, type_def| self.runtime_type_def_name(module, type_def))
+    }
+
+    /// [`type_name`](Self::type_name), each TypeDef named by `namer` (module, token): the
+    /// sampler names them from the modules' files instead of asking the runtime.
+    pub fn type_name_with(&self, class: ClassID, namer: &mut TypeDefNamer<'_>) -> Result<String, HResult> {
         let (mut element, mut element_class, mut rank) = (0 as CorElementType, 0 as ClassID, 0 as ULONG);
         // SAFETY: as `call!`; IsArrayClass answers S_OK for an array class, S_FALSE otherwise.
         let hr = unsafe {
@@ -353,11 +359,11 @@ impl ProfilerInfo {
         };
         HResult::check(hr)?;
         if hr != S_OK {
-            return self.class_name(class);
+            return self.class_name_with(class, namer);
         }
         let inner = match primitive_name(element) {
             Some(name) => name.to_string(),
-            None if element_class != 0 => self.type_name(element_class)?,
+            None if element_class != 0 => self.type_name_with(element_class, namer)?,
             None => return Err(HResult(E_FAIL)),
         };
         let commas = ",".repeat((rank as usize).saturating_sub(1).min(31));
@@ -367,15 +373,25 @@ impl ProfilerInfo {
     /// A class's name, `Namespace.Outer+Inner` (a generic instantiation by its definition's name,
     /// ``Acme.Box`1``). Fails for classes without a TypeDef (arrays, pointers).
     pub fn class_name(&self, class: ClassID) -> Result<String, HResult> {
+        self.class_name_with(class, &mut |module, type_def| self.runtime_type_def_name(module, type_def))
+    }
+
+    fn class_name_with(&self, class: ClassID, namer: &mut TypeDefNamer<'_>) -> Result<String, HResult> {
         let (mut module, mut type_def, mut parent, mut type_args) = (0usize, 0u32, 0usize, 0u32);
         call!(self.GetClassIDInfo2(class, &mut module, &mut type_def, &mut parent, 0, &mut type_args, null_mut()))?;
         if type_def == 0 {
             return Err(HResult(E_FAIL));
         }
+        namer(module, type_def).ok_or(HResult(E_FAIL))
+    }
+
+    /// A TypeDef's name through the module's metadata interface (`GetModuleMetaData`: see
+    /// `sonde_metadata::tables` for what asking for it costs).
+    fn runtime_type_def_name(&self, module: ModuleID, type_def: u32) -> Option<String> {
         let mut import: *mut IUnknown = null_mut();
-        call!(self.GetModuleMetaData(module, ofRead, &IID_IMetaDataImport, &mut import))?;
-        let import = metadata::Import::new(import.cast()).ok_or(HResult(E_POINTER))?;
-        import.type_def_name(type_def)
+        call!(self.GetModuleMetaData(module, ofRead, &IID_IMetaDataImport, &mut import)).ok()?;
+        let import = metadata::Import::new(import.cast())?;
+        import.type_def_name(type_def).ok()
     }
 
     /// Starts the profiler's own EventPipe session (`ICorProfilerInfo12`, .NET 5 and later):
@@ -447,6 +463,15 @@ impl ProfilerInfo {
     ///
     /// [`type_name`]: Self::type_name
     pub fn type_arguments(&self, function: FunctionID) -> Result<(Vec<String>, Vec<String>), HResult> {
+        self.type_arguments_with(function, &mut |module, type_def| self.runtime_type_def_name(module, type_def))
+    }
+
+    /// [`type_arguments`](Self::type_arguments), each TypeDef named by `namer`.
+    pub fn type_arguments_with(
+        &self,
+        function: FunctionID,
+        namer: &mut TypeDefNamer<'_>,
+    ) -> Result<(Vec<String>, Vec<String>), HResult> {
         /// More would be a damaged answer: C# allows far fewer in practice.
         const MAX_ARGS: u32 = 64;
         let (mut class, mut module, mut token, mut count) = (0usize, 0usize, 0u32, 0u32);
@@ -467,8 +492,9 @@ impl ProfilerInfo {
             own.truncate(count.min(capacity) as usize);
         }
         let of_class = if class != 0 { self.class_type_args(class, MAX_ARGS)? } else { Vec::new() };
-        let name = |class: &ClassID| self.instantiated_type_name(*class, 0);
-        Ok((of_class.iter().map(name).collect(), own.iter().map(name).collect()))
+        let mut name = |class: &ClassID| self.instantiated_type_name(*class, 0, namer);
+        let of_class = of_class.iter().map(&mut name).collect();
+        Ok((of_class, own.iter().map(name).collect()))
     }
 
     /// A class's type arguments (`GetClassIDInfo2`), outermost type first, at most `max`; empty
@@ -496,10 +522,10 @@ impl ProfilerInfo {
     /// [`type_name`](Self::type_name) with a generic instantiation's type arguments after it, arity
     /// markers dropped (`System.Collections.Generic.List<System.Int32>`), nested arguments too,
     /// to a few levels; `?` for a type the runtime would not name.
-    fn instantiated_type_name(&self, class: ClassID, depth: u32) -> String {
+    fn instantiated_type_name(&self, class: ClassID, depth: u32, namer: &mut TypeDefNamer<'_>) -> String {
         const MAX_DEPTH: u32 = 4;
         const MAX_ARGS: u32 = 16;
-        let Ok(name) = self.type_name(class) else { return "?".to_string() };
+        let Ok(name) = self.type_name_with(class, namer) else { return "?".to_string() };
         if !name.contains('`') {
             return name;
         }
@@ -516,7 +542,7 @@ impl ProfilerInfo {
         bare.push_str(rest);
         let inner: Vec<String> = args
             .iter()
-            .map(|&arg| if depth < MAX_DEPTH { self.instantiated_type_name(arg, depth + 1) } else { "…".to_string() })
+            .map(|&arg| if depth < MAX_DEPTH { self.instantiated_type_name(arg, depth + 1, namer) } else { "…".to_string() })
             .collect();
         format!("{bare}<{}>", inner.join(", "))
     }
@@ -535,6 +561,9 @@ impl ProfilerInfo {
         Ok((path, assembly_name))
     }
 }
+
+/// Names TypeDef `token` of module `ModuleID` (see [`ProfilerInfo::type_arguments_with`]).
+pub type TypeDefNamer<'a> = dyn FnMut(ModuleID, u32) -> Option<String> + 'a;
 
 static MAPPER: std::sync::OnceLock<fn(FunctionID) -> Option<usize>> = std::sync::OnceLock::new();
 

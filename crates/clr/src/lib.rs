@@ -16,6 +16,6 @@ mod metadata;
 
 pub use callback::{EventPipeEvent, ProfilerCallback, class_factory};
 pub use hresult::HResult;
-pub use info::{ProfilerInfo, RuntimeInfo, ThreadWalk, WalkFrame};
+pub use info::{ProfilerInfo, RuntimeInfo, ThreadWalk, TypeDefNamer, WalkFrame};
 pub use sonde_clr_sys as sys;
 pub use sonde_metadata::MethodNames;

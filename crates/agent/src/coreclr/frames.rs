@@ -68,11 +68,23 @@ impl ClrFrames {
         // one (see `sonde_metadata::tables`: asking for it slows the runtime down).
         let from_file = self.modules.method_names(info, function);
         sampling::module_files::count(from_file.is_some());
-        // Type arguments only for methods the runtime's metadata interface named anyway: naming
-        // them asks for the argument types' modules' metadata interfaces, which slows the runtime
-        // for the rest of the run (`sonde_metadata::tables`). docs/NAMES.md.
-        let names =
-            from_file.or_else(|| info.method_names(function).ok().map(|n| super::with_type_arguments(n, function)));
+        // Type arguments named from the argument types' modules' files too (the runtime only says
+        // which classes they are); for methods the runtime's metadata interface named, by it.
+        let names = match from_file {
+            // A generic class's method (an arity marker), or a generic method (its signature
+            // names a method type parameter, `!!0`, in all but the rarest cases).
+            Some(mut names) if names.name.contains('`') || names.signature.contains("!!") => {
+                let modules = &mut self.modules;
+                let mut namer = |module: usize, type_def: u32| modules.type_name(info, module, type_def);
+                if let Ok((type_args, method_args)) = info.type_arguments_with(function, &mut namer) {
+                    names.type_args = type_args;
+                    names.method_args = method_args;
+                }
+                Some(names)
+            }
+            Some(names) => Some(names),
+            None => info.method_names(function).ok().map(|n| super::with_type_arguments(n, function)),
+        };
         match names {
             Some(names) => methods().insert(function, names),
             None => methods().pseudo("[unnamed managed code]", "", ""),
@@ -98,15 +110,22 @@ impl ModuleFiles {
         function: FunctionID,
     ) -> Option<sonde_metadata::MethodNames> {
         let (_, module, token) = info.function_info(function).ok()?;
-        let file = self
-            .modules
+        self.file(info, module)?.method_names(token)
+    }
+
+    /// The name of TypeDef `type_def` of `module`, from the module's file.
+    fn type_name(&mut self, info: &sonde_clr::ProfilerInfo, module: usize, type_def: u32) -> Option<String> {
+        self.file(info, module)?.type_name(type_def)
+    }
+
+    fn file(&mut self, info: &sonde_clr::ProfilerInfo, module: usize) -> Option<&ModuleFile> {
+        self.modules
             .entry(module)
             .or_insert_with(|| {
                 let (path, assembly) = info.module_path_and_assembly(module).ok()?;
                 ModuleFile::open(&path, Some(assembly))
             })
-            .as_ref()?;
-        file.method_names(token)
+            .as_ref()
     }
 }
 

@@ -62,6 +62,14 @@ impl ModuleFile {
         Some(ModuleFile { module: sonde_metadata::module_file_name(path), path: path.to_string(), assembly, metadata })
     }
 
+    /// The name of TypeDef `token` (`Namespace.Outer+Inner`, as the runtime spells it).
+    pub fn type_name(&self, token: u32) -> Option<String> {
+        use sonde_metadata::TypeNames;
+        (token & sonde_metadata::token::KIND_MASK == sonde_metadata::token::TYPE_DEF)
+            .then(|| self.metadata.type_name(token))
+            .flatten()
+    }
+
     /// The names of MethodDef `token`.
     pub fn method_names(&self, token: u32) -> Option<MethodNames> {
         let (name, signature) = self.metadata.method_name_and_signature(token).ok()?;
