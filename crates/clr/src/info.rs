@@ -163,6 +163,23 @@ impl ProfilerInfo {
         })
     }
 
+    /// The code regions of each native code version of `function` (tier 0, tier 1, OSR
+    /// versions, ReJITs: `GetNativeCodeStartAddresses`, ICorProfilerInfo9), at most 16.
+    pub fn code_versions(&self, function: FunctionID) -> Vec<Vec<(usize, usize)>> {
+        if self.version < 9 {
+            return Vec::new();
+        }
+        let mut starts: [UINT_PTR; 16] = [0; 16];
+        let mut count: ULONG32 = 0;
+        if call!(self.GetNativeCodeStartAddresses(function, 0, 16, &mut count, starts.as_mut_ptr())).is_err() {
+            return Vec::new();
+        }
+        starts[..(count as usize).min(16)]
+            .iter()
+            .filter_map(|&start| self.code_regions(|cap, len, out| call!(self.GetCodeInfo4(start, cap, len, out))))
+            .collect()
+    }
+
     /// How the native code starting at `start` (a version of `function`, from
     /// [`code_containing`](Self::code_containing)) maps back to IL: `(native start offset, native
     /// end offset, IL offset or one of `NO_MAPPING`/`PROLOG`/`EPILOG`)`, as the JIT recorded it.
@@ -540,10 +557,16 @@ impl ProfilerInfo {
             rest = rest[tick + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
         }
         bare.push_str(rest);
-        let inner: Vec<String> = args
-            .iter()
-            .map(|&arg| if depth < MAX_DEPTH { self.instantiated_type_name(arg, depth + 1, namer) } else { "…".to_string() })
-            .collect();
+        let inner: Vec<String> =
+            args.iter()
+                .map(|&arg| {
+                    if depth < MAX_DEPTH {
+                        self.instantiated_type_name(arg, depth + 1, namer)
+                    } else {
+                        "…".to_string()
+                    }
+                })
+                .collect();
         format!("{bare}<{}>", inner.join(", "))
     }
 

@@ -19,7 +19,6 @@ pub(super) struct ClrFrames {
     /// The code versions sampled, by region start: an address inside one needs no question to
     /// the runtime.
     code: std::collections::BTreeMap<usize, std::sync::Arc<IlMap>>,
-    table_full: bool,
 }
 
 /// One code version sampled: its hot and cold regions, and how they map back to IL.
@@ -140,7 +139,7 @@ impl ClrFrames {
         }
         let info = info()?;
         let regions = info.code_containing(function, ip)?;
-        self.learn_shape(&regions);
+        learn_shape(function, &regions);
         let mut entries = info.il_to_native_map(function, regions.first()?.0).unwrap_or_default();
         entries.sort_unstable_by_key(|e| e.0);
         // Native offsets run on from the hot region into the cold one.
@@ -158,48 +157,6 @@ impl ClrFrames {
             self.code.insert(start, code.clone());
         }
         Some(code)
-    }
-
-    /// Publishes the shape of a code version (its `(start, size)` regions, the entry first) for
-    /// the sampling handler, when its frames are not what the frame-pointer chain assumes:
-    /// frameless code, or an on-stack-replacement method (see `sampling::shapes`). Samples taken
-    /// before it is known were walked by the chain alone.
-    fn learn_shape(&mut self, regions: &[(usize, usize)]) {
-        use sampling::shapes::{self, SHAPES, Shape};
-        if self.table_full {
-            return;
-        }
-        let Some(&(entry, size)) = regions.first() else { return };
-        // The prologue tells frameless code; an OSR method's epilogue is anywhere in its code,
-        // which is then read whole (bounded).
-        let mut code = vec![0u8; size.min(64)];
-        if read_memory(entry, &mut code).is_none() {
-            return;
-        }
-        let shape = if shapes::starts_osr(&code) {
-            code.resize(size.min(1 << 16), 0);
-            if read_memory(entry, &mut code).is_none() {
-                return;
-            }
-            match shapes::osr_return_offset(&code) {
-                Some(offset) => Shape::Osr(offset),
-                None => return,
-            }
-        } else {
-            match shapes::frameless_size(&code) {
-                Some(size) => Shape::Frameless(size),
-                None => return,
-            }
-        };
-        for &(start, size) in regions {
-            if !SHAPES.insert(start, start + size, shape) {
-                self.table_full = true;
-                crate::log::log!(
-                    "sampling: the table of frameless and OSR code is full; later ones are walked by the frame-pointer chain"
-                );
-                return;
-            }
-        }
     }
 }
 
@@ -242,14 +199,7 @@ impl sampling::FrameResolver for ClrFrames {
     }
 
     fn calls_runtime(&mut self, return_address: usize) -> bool {
-        if let Some(&answer) = self.runtime_calls.get(&return_address) {
-            return answer;
-        }
-        let answer = call_target(return_address)
-            .and_then(sampling::native_symbol)
-            .is_some_and(|(library, _, _)| library == "libcoreclr.so");
-        self.runtime_calls.insert(return_address, answer);
-        answer
+        self.calls_runtime_at(return_address)
     }
 
     fn function(&mut self, function: usize) -> Option<u32> {
@@ -260,6 +210,120 @@ impl sampling::FrameResolver for ClrFrames {
         // (a marker, not a method: see `sampling::Frame::managed`)
         methods().pseudo("[truncated stack]", "", "")
     }
+}
+
+impl ClrFrames {
+    /// Whether the call that returns to `return_address` is a call into `libcoreclr.so`.
+    fn calls_runtime_at(&mut self, return_address: usize) -> bool {
+        if let Some(&answer) = self.runtime_calls.get(&return_address) {
+            return answer;
+        }
+        let answer = calls_runtime(return_address);
+        self.runtime_calls.insert(return_address, answer);
+        answer
+    }
+}
+
+/// Code versions whose shape was looked at, by entry address: by the drain at their first sample,
+/// or (OSR code) when the JIT finished them ([`learn_osr`]).
+static LOOKED_AT: std::sync::Mutex<Option<std::collections::HashSet<usize>>> = std::sync::Mutex::new(None);
+static TABLE_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The JIT finished code for `function` (on the compiling thread): an on-stack-replacement
+/// version's shape is published now, before it runs — learnt at its first sample instead, the
+/// samples taken meanwhile (up to a drain period's) were walked by the chain alone, which skips
+/// the method's caller.
+pub(super) fn learn_osr(function: FunctionID) {
+    let Some(info) = info() else { return };
+    for regions in info.code_versions(function) {
+        let Some(&(entry, _)) = regions.first() else { continue };
+        let mut start = [0u8; 8];
+        if read_memory(entry, &mut start).is_some() && sampling::shapes::starts_osr(&start) {
+            learn_shape(function, &regions);
+        }
+    }
+}
+
+/// Publishes the shape of a code version (its `(start, size)` regions, the entry first) for
+/// the sampling handler, once, when its frames are not what the frame-pointer chain assumes:
+/// frameless code, or an on-stack-replacement method (and then the return sites of the
+/// patchpoints in the method's other versions: see `sampling::shapes`). Samples taken before it
+/// is known were walked by the chain alone.
+fn learn_shape(function: FunctionID, regions: &[(usize, usize)]) {
+    use sampling::shapes::{self, SHAPES, Shape};
+    use std::sync::atomic::Ordering::Relaxed;
+    if TABLE_FULL.load(Relaxed) {
+        return;
+    }
+    let Some(&(entry, size)) = regions.first() else { return };
+    if !LOOKED_AT.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default).insert(entry) {
+        return;
+    }
+    // The prologue tells frameless code; an OSR method's epilogue is anywhere in its code,
+    // which is then read whole (bounded).
+    let mut code = vec![0u8; size.min(64)];
+    if read_memory(entry, &mut code).is_none() {
+        return;
+    }
+    let shape = if shapes::starts_osr(&code) {
+        code.resize(size.min(1 << 16), 0);
+        if read_memory(entry, &mut code).is_none() {
+            return;
+        }
+        match shapes::osr_frame(&code) {
+            Some((ret, rbp)) => Shape::Osr { ret, rbp },
+            None => return,
+        }
+    } else {
+        match shapes::frameless_size(&code) {
+            Some(size) => Shape::Frameless(size),
+            None => return,
+        }
+    };
+    let mut ranges: Vec<(usize, usize, Shape)> =
+        regions.iter().map(|&(start, size)| (start, start + size, shape)).collect();
+    if let Shape::Osr { ret, .. } = shape {
+        ranges.extend(patchpoint_sites(function).into_iter().map(|r| (r - 1, r, Shape::Patchpoint(ret))));
+    }
+    for (start, end, shape) in ranges {
+        if !SHAPES.insert(start, end, shape) {
+            TABLE_FULL.store(true, Relaxed);
+            crate::log::log!(
+                "sampling: the table of frameless and OSR code is full; later ones are walked by the frame-pointer chain"
+            );
+            return;
+        }
+    }
+}
+
+/// The return sites of the patchpoint calls in `function`'s other code versions (its tier-0
+/// code), calls into the runtime only: where a walk that read an OSR method's pseudo return
+/// address arrives (`sampling::shapes::Shape::Patchpoint`).
+fn patchpoint_sites(function: FunctionID) -> Vec<usize> {
+    use sampling::shapes;
+    let Some(info) = info() else { return Vec::new() };
+    let mut sites = Vec::new();
+    for regions in info.code_versions(function) {
+        let Some(&(entry, size)) = regions.first() else { continue };
+        let mut code = vec![0u8; size.min(1 << 16)];
+        if read_memory(entry, &mut code).is_none() || shapes::starts_osr(&code) {
+            continue;
+        }
+        for at in shapes::patchpoint_returns(&code) {
+            let site = entry + at;
+            if calls_runtime(site) {
+                sites.push(site);
+            }
+        }
+    }
+    sites
+}
+
+/// Whether the call that returns to `return_address` is a call into `libcoreclr.so`.
+fn calls_runtime(return_address: usize) -> bool {
+    call_target(return_address)
+        .and_then(sampling::native_symbol)
+        .is_some_and(|(library, _, _)| library == "libcoreclr.so")
 }
 
 /// The target of the call instruction that ends just before `return_address`, for the forms

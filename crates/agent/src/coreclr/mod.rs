@@ -229,9 +229,12 @@ impl ProfilerCallback for Clr {
         }
     }
 
-    fn jit_compilation_finished(&self, _function: FunctionID, _status: HRESULT) {
+    fn jit_compilation_finished(&self, function: FunctionID, _status: HRESULT) {
         if session::get().is_some() {
             events::jit_finished();
+            if session::mode() == Some(Mode::Sampling) {
+                frames::learn_osr(function);
+            }
         }
     }
 
@@ -511,7 +514,10 @@ fn loading_events(config: &AgentConfig) -> u32 {
 /// an attach (`attached`), and none keeps the runtime from detaching the agent later.
 fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> Result<SnapshotFacts, StartError> {
     let exact = exact_allocations(config, attached);
-    info.set_event_mask(SAMPLING_EVENTS | loading_events(config) | exact_allocation_events(exact), EVENTS_HIGH)
+    // JIT compilations always: an on-stack-replacement version's frame shape is learnt when it
+    // is compiled (`frames::learn_osr`), before its first sample.
+    let events = SAMPLING_EVENTS | COR_PRF_MONITOR_JIT_COMPILATION | loading_events(config);
+    info.set_event_mask(events | exact_allocation_events(exact), EVENTS_HIGH)
         .map_err(|e| StartError::runtime("SetEventMask", e))?;
     start_event_pipe(info, config, exact);
     let interval = session::interval(config);

@@ -29,9 +29,19 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 pub enum Shape {
     /// No frame pointer: the return address is this many bytes above the body's stack pointer.
     Frameless(u32),
-    /// On-stack replacement: the return address is this many bytes above RBP (and the caller's
-    /// frame pointer is at `[rbp]`, as usual).
-    Osr(u32),
+    /// On-stack replacement: the return address is `ret` bytes above RBP, and RBP is `rbp`
+    /// bytes above the body's stack pointer. The walk finds RBP from the stack pointer rather
+    /// than trusting the frame-pointer register or chain: a runtime helper the OSR code called
+    /// may have left neither pointing at the OSR frame. The caller's frame pointer is the one
+    /// saved just below the return address (the original frame's).
+    Osr { ret: u32, rbp: u32 },
+    /// A tier-0 method's return site from its patchpoint call (a one-byte range), whose method
+    /// continues in an OSR version whose `ret` offset is this. The OSR method entered
+    /// with its stack pointer at the slot of that return address and laid its frame out from
+    /// there, so wherever a walk reads the patchpoint's return address (through the OSR frame's
+    /// chain, or a frameless callee's), the tier-0 frame's own return address — the method's
+    /// caller — is `offset - 8` bytes above that slot, its saved RBP just below.
+    Patchpoint(u32),
 }
 
 /// The largest frame a shape may describe (bigger ones are left to the chain).
@@ -115,10 +125,50 @@ pub fn starts_osr(code: &[u8]) -> bool {
     matches!(decode(code), Some((Op::LoadRaxFromRbp, _)))
 }
 
+/// The return sites (offsets in `code`, a tier-0 method's whole code) of its patchpoint calls,
+/// as the .NET 8 JIT emits them: `lea rdi, [rbp-d]; mov esi, <IL offset>; call <helper>` (the
+/// call direct, `E8 rel32`, or through a cell, `FF 15 disp32`). Whether the target is the
+/// runtime's helper is for the caller to check.
+pub fn patchpoint_returns(code: &[u8]) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at + 4 <= code.len() {
+        // lea rdi, [rbp+disp8] (48 8D 7D d8) or [rbp+disp32] (48 8D BD d32).
+        let lea = match code.get(at..at + 3) {
+            Some([0x48, 0x8D, 0x7D]) => 4,
+            Some([0x48, 0x8D, 0xBD]) => 7,
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        let mov = at + lea;
+        let call = mov + 5;
+        let ret = match (code.get(mov), code.get(call..call + 2)) {
+            (Some(0xBE), Some([0xE8, _])) => call + 5,
+            (Some(0xBE), Some([0xFF, 0x15])) => call + 6,
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        if ret <= code.len() {
+            found.push(ret);
+        }
+        at = ret;
+    }
+    found
+}
+
 /// For an on-stack-replacement method (`code` is its whole code, from its first byte: `mov rax,
 /// [rbp]; push rax`, a frame of its own, and an epilogue that pops the original frame too):
 /// how far above RBP its return address is. `None` for any other code.
 pub fn osr_return_offset(code: &[u8]) -> Option<u32> {
+    osr_frame(code).map(|(ret, _)| ret)
+}
+
+/// [`osr_return_offset`], and how far above the body's stack pointer RBP is: `(ret, rbp)`.
+pub fn osr_frame(code: &[u8]) -> Option<(u32, u32)> {
     // The prologue: offsets relative to the stack pointer at entry.
     let mut at = match decode(code)? {
         (Op::LoadRaxFromRbp, len) => len,
@@ -142,7 +192,9 @@ pub fn osr_return_offset(code: &[u8]) -> Option<u32> {
     let mut start = at;
     while start + 2 <= code.len() {
         if let Some(offset) = osr_epilogue(&code[start..], sp - fp) {
-            return u32::try_from(offset).ok().filter(|o| (16..MAX_FRAME).contains(o));
+            let ret = u32::try_from(offset).ok().filter(|o| (16..MAX_FRAME).contains(o))?;
+            let rbp = u32::try_from(fp - sp).ok().filter(|o| *o < MAX_FRAME)?;
+            return Some((ret, rbp));
         }
         start += 1;
     }
@@ -253,6 +305,9 @@ fn decode(code: &[u8]) -> Option<(Op, usize)> {
 pub struct Table {
     entries: [Entry; TABLE_SIZE],
     count: AtomicUsize,
+    /// Writers one at a time (the drain, and the JIT's threads for OSR code); readers never
+    /// take it.
+    writer: std::sync::Mutex<()>,
     /// A bit per hashed code page that some entry covers: most addresses (every frame of a
     /// walk is looked up) are on no such page and skip the scan of the entries.
     pages: [AtomicU64; PAGE_WORDS],
@@ -279,6 +334,7 @@ struct Entry {
 const EMPTY: Entry = Entry { start: AtomicU64::new(0), end: AtomicU64::new(0), shape: AtomicU64::new(0) };
 
 const OSR_BIT: u64 = 1 << 63;
+const PATCHPOINT_BIT: u64 = 1 << 62;
 
 impl Default for Table {
     fn default() -> Self {
@@ -290,7 +346,12 @@ impl Table {
     pub const fn new() -> Table {
         #[allow(clippy::declare_interior_mutable_const)]
         const ZERO: AtomicU64 = AtomicU64::new(0);
-        Table { entries: [EMPTY; TABLE_SIZE], count: AtomicUsize::new(0), pages: [ZERO; PAGE_WORDS] }
+        Table {
+            entries: [EMPTY; TABLE_SIZE],
+            count: AtomicUsize::new(0),
+            writer: std::sync::Mutex::new(()),
+            pages: [ZERO; PAGE_WORDS],
+        }
     }
 
     /// The shape of the code at `ip`, if learned. Async-signal-safe.
@@ -305,18 +366,26 @@ impl Table {
         }
         self.entries[..count].iter().find(|e| e.start.load(Relaxed) <= ip && ip < e.end.load(Relaxed)).map(|e| {
             let shape = e.shape.load(Relaxed);
-            let size = (shape & !OSR_BIT) as u32;
-            if shape & OSR_BIT != 0 { Shape::Osr(size) } else { Shape::Frameless(size) }
+            let size = (shape & 0xffff_ffff) as u32;
+            if shape & OSR_BIT != 0 {
+                Shape::Osr { ret: size & 0xffff, rbp: ((shape >> 32) & 0xffff) as u32 }
+            } else if shape & PATCHPOINT_BIT != 0 {
+                Shape::Patchpoint(size)
+            } else {
+                Shape::Frameless(size)
+            }
         })
     }
 
-    /// Publishes `[start, end)`'s shape (one writer: the drain). False when the table is full.
+    /// Publishes `[start, end)`'s shape. False when the table is full.
     pub fn insert(&self, start: usize, end: usize, shape: Shape) -> bool {
+        let _writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let index = self.count.load(Relaxed);
         let Some(entry) = self.entries.get(index) else { return false };
         let value = match shape {
             Shape::Frameless(size) => u64::from(size),
-            Shape::Osr(size) => OSR_BIT | u64::from(size),
+            Shape::Osr { ret, rbp } => OSR_BIT | u64::from(rbp & 0xffff) << 32 | u64::from(ret & 0xffff),
+            Shape::Patchpoint(size) => PATCHPOINT_BIT | u64::from(size),
         };
         // The pages' bits before the count that publishes the entry (a range spanning more
         // pages than the filter has bits sets them all).
@@ -420,6 +489,8 @@ mod tests {
         ];
         // Entry E: rbp = E-8 after the prologue; the epilogue reads the return address at E+80.
         assert_eq!(osr_return_offset(&code), Some(88));
+        // The body's stack pointer: E-40 (push rax; sub rsp, 0x20), RBP 0x20 above it.
+        assert_eq!(osr_frame(&code), Some((88, 0x20)));
     }
 
     #[test]
@@ -427,14 +498,36 @@ mod tests {
         let table = Table::new();
         assert_eq!(table.lookup(100), None);
         assert!(table.insert(100, 200, Shape::Frameless(24)));
-        assert!(table.insert(300, 400, Shape::Osr(104)));
+        assert!(table.insert(300, 400, Shape::Osr { ret: 104, rbp: 0x20 }));
         assert_eq!(table.lookup(150), Some(Shape::Frameless(24)));
         assert_eq!(table.lookup(200), None);
-        assert_eq!(table.lookup(399), Some(Shape::Osr(104)));
+        assert_eq!(table.lookup(399), Some(Shape::Osr { ret: 104, rbp: 0x20 }));
         for i in 2..TABLE_SIZE {
             assert!(table.insert(1000 + i, 1001 + i, Shape::Frameless(0)));
         }
         assert!(!table.insert(5000, 5001, Shape::Frameless(0)), "full");
+    }
+
+    /// The tier-0 listing of a loop's patchpoint (`lea rdi, [rbp-0x40]; mov esi, 38; call
+    /// CORINFO_HELP_PATCHPOINT`), among other calls: its return site is found, no other.
+    #[test]
+    fn patchpoint_return_sites() {
+        let code = [
+            0xE8, 1, 2, 3, 4, // call (a helper, no patchpoint set-up)
+            0x48, 0x8D, 0x7D, 0xC0, // lea rdi, [rbp-0x40]
+            0xBE, 0x26, 0, 0, 0, // mov esi, 38
+            0xE8, 9, 9, 9, 9,    // call rel32
+            0x90, // the return site: offset 19
+            0x48, 0x8D, 0xBD, 0x00, 0xFF, 0xFF, 0xFF, // lea rdi, [rbp-0x100]
+            0xBE, 0x10, 0, 0, 0, // mov esi, 16
+            0xFF, 0x15, 1, 2, 3, 4, // call [rip+disp32]
+        ];
+        assert_eq!(patchpoint_returns(&code), vec![19, 38]);
+        assert_eq!(patchpoint_returns(&code[..37]), vec![19]);
+        let table = Table::new();
+        assert!(table.insert(0x1000, 0x1001, Shape::Patchpoint(0x58)));
+        assert_eq!(table.lookup(0x1000), Some(Shape::Patchpoint(0x58)));
+        assert_eq!(table.lookup(0x1001), None);
     }
 
     /// The page filter never hides an entry: ranges across pages are found on each of them, and

@@ -550,10 +550,29 @@ fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp
         let (slot, next_fp) = match (prologue, shape) {
             (Some(offset), _) => (frame_sp.saturating_add(offset), fp),
             (None, Some(Shape::Frameless(size))) => (frame_sp.saturating_add(size as usize), fp),
-            (None, Some(Shape::Osr(offset))) => match read(fp) {
-                Some(next) => (fp.saturating_add(offset as usize), next),
-                None => return,
-            },
+            // RBP from the body's stack pointer (`frame_sp`: the interrupted one for the leaf,
+            // just above the return address the callee was found by otherwise); the caller's
+            // frame pointer is the original frame's saved RBP, just below the return address.
+            (None, Some(Shape::Osr { ret, rbp })) => {
+                let slot = frame_sp.saturating_add(rbp as usize).saturating_add(ret as usize);
+                match read(slot.wrapping_sub(8)) {
+                    Some(saved) => (slot, saved),
+                    None => return,
+                }
+            }
+            // A patchpoint's return address (read at `frame_sp - 8`): where an OSR method
+            // entered, its frame on top of the tier-0 frame, and where a walk through the OSR
+            // frame's chain (or a callee's) lands. The tier-0 frame's return address — the
+            // method's caller — is `offset - 8` above that slot, with its saved RBP just below:
+            // the OSR method's frame is laid out from that very slot. (A tier-0 frame still in
+            // its patchpoint call reads the same: its return address is there too.)
+            (None, Some(Shape::Patchpoint(offset))) => {
+                let slot = frame_sp.wrapping_sub(8).saturating_add(offset as usize).saturating_sub(8);
+                match read(slot.wrapping_sub(8)) {
+                    Some(saved) => (slot, saved),
+                    None => return,
+                }
+            }
             (None, None) => match read(fp) {
                 Some(next) if fp >= frame_sp => (fp + 8, next),
                 _ => return,
