@@ -176,3 +176,22 @@ fn report_lines_shows_the_table_with_the_source() {
         assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{}", out.describe());
     }
 }
+
+/// Sampled on Mono: first lines from the `.mdb`, no samples by line (Mono maps code back to IL
+/// only in its debug mode, which Sonde does not switch on), and `--lines` says so.
+#[test]
+fn mono_sampled_methods_have_first_lines_and_say_why_not_more() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("lines.sonde");
+    let command: Vec<OsString> =
+        vec![Runtime::Mono.host().into(), built_app("Lines", Build::McsMdb).into(), "60".into()];
+    let out = record(&file, &[], &command);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    let work = method(&report, "Lines.Work");
+    assert_eq!(work["line"].as_u64(), Some(marked("// FIRST Work").into()), "{work}");
+    assert!(u64_of(work, "self_samples") > 0 && arr(work, "lines").is_empty(), "{work}");
+    let text = sonde_cmd(&[OsString::from("report"), file.clone().into(), "--lines".into(), "Work".into()]);
+    assert_eq!(text.code(), 0, "{}", text.describe());
+    assert!(String::from_utf8_lossy(&text.stdout).contains("only in its debug mode"), "{}", text.describe());
+}

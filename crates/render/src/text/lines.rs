@@ -87,6 +87,8 @@ fn method_lines(out: &mut impl Write, view: &View, method: u32) -> io::Result<()
             "tracing counts calls, not lines: record with --mode sampling for samples by line"
         } else if sources.method_line(method).is_none() {
             "no symbols were found for its module when it was recorded (a .pdb or .mdb beside it)"
+        } else if profile.run.runtime.kind == "mono" {
+            "Mono maps sampled code back to lines only in its debug mode, which Sonde does not switch on (docs/SAMPLING.md)"
         } else {
             "no sample fell in it"
         };
