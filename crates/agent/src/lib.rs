@@ -16,7 +16,8 @@
 //!
 //! * this file: the two entry points, one per runtime, and nothing else;
 //! * [`session`]: what both backends share, from the configuration to the final snapshot;
-//! * `coreclr/` and `mono/`: the two backends, sibling rooms over `session`;
+//! * `coreclr/` and `mono/`: the two backends, sibling rooms over `session`; `native/`: the
+//!   compiler-inserted hooks of instrumented native code (`-finstrument-functions`);
 //! * [`tree`]: call trees, threads, the method table, the clock;
 //! * [`sampling`]: sampling mode (slots and rings, Sonde's signal sampler, the external sampler,
 //!   the drain, native symbols); [`sampled_timing`]: tracing's `--timing sampled`;
@@ -37,6 +38,7 @@ mod events;
 mod ipc;
 mod log;
 mod mono;
+mod native;
 mod process;
 pub mod sampled_timing;
 pub mod sampling;

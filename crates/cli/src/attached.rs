@@ -40,7 +40,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
         );
     }
     // What is wrong with the target first (`Recording::attach` looks again, just before the attach).
-    if args.mode == crate::cli::ModeArg::Sampling {
+    if args.mode() == crate::cli::ModeArg::Sampling {
         sonde_client::attach::Target::inspect(pid)?;
     }
     let output = output::Output::prepare(&args.output, args.force)?;

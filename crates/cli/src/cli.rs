@@ -133,8 +133,10 @@ pub enum TimingArg {
 
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    #[arg(long, value_enum, default_value_t = ModeArg::Sampling)]
-    pub mode: ModeArg,
+    /// `sampling` (the default) or `tracing`; a native program built with
+    /// `-finstrument-functions` is traced (its compiler-inserted hooks: docs/NATIVE.md).
+    #[arg(long = "mode", value_enum)]
+    pub mode_arg: Option<ModeArg>,
     /// Tracing mode: how time is measured.
     #[arg(long, value_enum, default_value_t = TimingArg::Exact)]
     pub timing: TimingArg,
@@ -270,6 +272,16 @@ fn parse_events(list: &str) -> Result<EventKinds, String> {
     EventKinds::parse(list).map_err(|name| {
         format!("unknown event kind `{name}` (known: alloc, gc, exceptions, contention, jit, all, none)")
     })
+}
+
+impl RecordArgs {
+    /// The mode: as given, else tracing for an instrumented native program, else sampling.
+    pub fn mode(&self) -> ModeArg {
+        self.mode_arg.unwrap_or_else(|| {
+            let native = self.command.first().is_some_and(|p| sonde_client::launch::is_instrumented_native(p));
+            if native { ModeArg::Tracing } else { ModeArg::Sampling }
+        })
+    }
 }
 
 #[cfg(test)]

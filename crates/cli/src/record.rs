@@ -32,7 +32,7 @@ pub struct Verbosity {
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
-    if args.async_stacks && args.mode == ModeArg::Tracing {
+    if args.async_stacks && args.mode() == ModeArg::Tracing {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
     }
     if args.async_stacks && args.command.first().is_some_and(|p| launch::is_mono(p)) {
@@ -158,7 +158,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
     let exact = args.alloc_sampling == AllocSamplingArg::Exact;
     AgentConfig {
         socket: Some(socket),
-        mode: match args.mode {
+        mode: match args.mode() {
             ModeArg::Tracing => Mode::Tracing,
             ModeArg::Sampling => Mode::Sampling,
         },
@@ -167,7 +167,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
             TimingArg::Sampled => Timing::Sampled,
         },
         filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
-        interval_us: match args.mode {
+        interval_us: match args.mode() {
             ModeArg::Tracing => args.interval_us,
             ModeArg::Sampling => (1_000_000 / args.rate).max(1),
         },

@@ -76,7 +76,31 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
         command.env_remove(var);
     }
     command.envs(environment(agent, mono_dir.as_deref(), config, has_aot_image(program)));
+    if is_instrumented_native(&program[0]) {
+        // Its hooks are the agent's while it is preloaded (glibc's own are empty): the native
+        // session starts at the first one (agent `native`).
+        command.env("LD_PRELOAD", prepend_list(agent.as_os_str(), std::env::var_os("LD_PRELOAD"), b' '));
+        command.env(config::ENV_NATIVE, "1");
+    }
     Ok(command)
+}
+
+/// Whether `program` (a path, or a name on `PATH`) is a native program built with
+/// `-finstrument-functions`: it imports the compiler's entry hook.
+pub fn is_instrumented_native(program: &str) -> bool {
+    find_program(program)
+        .is_some_and(|path| sonde_symbols::imports_any(&path, &["__cyg_profile_func_enter", "__cyg_profile_func_exit"]))
+}
+
+/// `first`, then the entries of `rest` (separated by `separator`), if any.
+fn prepend_list(first: &std::ffi::OsStr, rest: Option<OsString>, separator: u8) -> OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut value = first.as_bytes().to_vec();
+    if let Some(rest) = rest.filter(|r| !r.is_empty()) {
+        value.push(separator);
+        value.extend_from_slice(rest.as_bytes());
+    }
+    OsString::from_vec(value)
 }
 
 /// `<agent's directory>/mono/`, holding `libmono-profiler-sonde.so` → the agent: found there, or

@@ -44,6 +44,9 @@ pub const DEFAULT_ALLOC_SAMPLE_BYTES: u64 = 100 * 1024;
 pub const ENV_EVENTS: &str = "SONDE_EVENTS";
 /// `exact`: count every allocation (`sonde record --alloc-sampling exact`); else sampled.
 pub const ENV_ALLOC_SAMPLING: &str = "SONDE_ALLOC_SAMPLING";
+/// `1`: a program with no .NET runtime, built with `-finstrument-functions`, starts a native
+/// tracing session at its first hook call (`sonde record` sets it with `LD_PRELOAD` of the agent).
+pub const ENV_NATIVE: &str = "SONDE_NATIVE";
 /// `1`: stitch async call stacks (`sonde record --async`; CoreCLR sampling, docs/ASYNC.md).
 pub const ENV_ASYNC: &str = "SONDE_ASYNC";
 
@@ -61,6 +64,7 @@ pub const ALL_VARS: &[&str] = &[
     ENV_EVENTS,
     ENV_ALLOC_SAMPLING,
     ENV_ASYNC,
+    ENV_NATIVE,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing

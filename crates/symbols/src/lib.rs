@@ -20,7 +20,7 @@ mod native;
 mod pe;
 mod ppdb;
 
-pub use native::{DEBUG_ROOT, NativeOrigin, NativeSymbols};
+pub use native::{DEBUG_ROOT, NativeOrigin, NativeSymbols, imports_any};
 
 use bytes::{Damaged, Fault};
 use std::fmt;

@@ -219,6 +219,21 @@ fn debug_functions<'data>(
     })
 }
 
+/// Whether the ELF file at `path` imports (references without defining) one of `names` from its
+/// dynamic symbol table: for `sonde record`, whether a program was built with
+/// `-finstrument-functions` (it imports `__cyg_profile_func_enter`). `false` for anything that is
+/// not a readable ELF file of at most 256 MiB.
+pub fn imports_any(path: &Path, names: &[&str]) -> bool {
+    const MAX_FILE: u64 = 256 << 20;
+    let Ok(meta) = std::fs::metadata(path) else { return false };
+    if !meta.is_file() || meta.len() > MAX_FILE {
+        return false;
+    }
+    let Ok(bytes) = std::fs::read(path) else { return false };
+    let Ok(file) = object::File::parse(&*bytes) else { return false };
+    file.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| names.contains(&n)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

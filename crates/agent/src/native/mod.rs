@@ -1,0 +1,249 @@
+//! Native code the compiler instrumented (`gcc`/`clang -finstrument-functions`): the hooks
+//! `__cyg_profile_func_enter` / `__cyg_profile_func_exit` feed the same per-thread call trees as
+//! managed tracing (docs/NATIVE.md).
+//!
+//! The agent library defines both hooks. glibc defines them too (empty), so a program built with
+//! the flag links and runs without Sonde; `sonde record` preloads the agent (`LD_PRELOAD`), whose
+//! definitions then come first. The first hook call starts the session:
+//! * in a .NET process whose runtime already started Sonde in tracing mode, the native calls join
+//!   its trees (a P/Invoke into an instrumented library shows its functions under the managed
+//!   caller);
+//! * in a process with no runtime, a **native session** starts (`runtime.kind` `native`), when
+//!   `sonde record` asked for one (`SONDE_NATIVE=1`);
+//! * anywhere else the hooks return at once, forever.
+//!
+//! **Frames left without an exit hook.** `longjmp` skips the exit hooks of the frames it leaves
+//! (a C++ exception does not: GCC runs them while unwinding). Each thread keeps a shadow stack of
+//! `(function, stack pointer)`; a hook call whose stack pointer is above an entry's means that
+//! entry's frame is gone, and its call is closed there. Equal stack pointers are kept: GCC calls
+//! the hooks of an inlined callee from its caller's frame, with the caller's stack pointer.
+
+use crate::log::log;
+use crate::session::{self, RuntimeId};
+use crate::tree::methods::methods;
+use crate::tree::{clock, threads};
+use sonde_profile::{Mode, Timing};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering::*};
+
+/// Not decided yet (no hook called so far).
+const UNKNOWN: u8 = 0;
+/// Deciding, on the first hook's thread: other threads' hooks return meanwhile.
+const STARTING: u8 = 1;
+/// Recording, with exact timing.
+const ON_TIMED: u8 = 2;
+/// Recording calls only (`--timing sampled`: a sampler thread charges time).
+const ON_UNTIMED: u8 = 3;
+/// Not recording, for good.
+const OFF: u8 = 4;
+
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// The deepest shadow stack kept per thread; deeper calls are counted without it.
+const MAX_SHADOW: usize = 1 << 16;
+
+thread_local! {
+    /// Function address → method id, for this thread (the shared table is behind a lock).
+    static IDS: RefCell<HashMap<usize, u32>> = RefCell::new(HashMap::new());
+    /// The calls this thread is in: `(function, method id, stack pointer at its entry hook)`.
+    static SHADOW: RefCell<Vec<(usize, u32, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Names native functions by address, for every thread.
+static NAMES: Mutex<Option<crate::sampling::NativeNames>> = Mutex::new(None);
+
+/// GCC/Clang's function-entry hook (`-finstrument-functions`).
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
+    let state = STATE.load(Relaxed);
+    if state >= OFF || state == STARTING {
+        return;
+    }
+    let sp = stack_pointer();
+    let state = if state == UNKNOWN { start() } else { state };
+    if state != ON_TIMED && state != ON_UNTIMED {
+        return;
+    }
+    session::guarded((), || enter(this_fn as usize, sp, state == ON_TIMED));
+}
+
+/// GCC/Clang's function-exit hook.
+#[unsafe(no_mangle)]
+pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
+    let state = STATE.load(Relaxed);
+    if state != ON_TIMED && state != ON_UNTIMED {
+        return;
+    }
+    let sp = stack_pointer();
+    session::guarded((), || exit(this_fn as usize, sp, state == ON_TIMED));
+}
+
+fn tick(timed: bool) -> u64 {
+    if timed { clock::ticks() } else { 0 }
+}
+
+// (Thread-locals through `try_with`: a thread's instrumented destructors may run after its
+// thread-locals are gone; the tree then sees the calls without the shadow stack's repairs.)
+
+fn enter(function: usize, sp: usize, timed: bool) {
+    let id = method_id(function);
+    let tree = &threads::current().tree;
+    let _ = SHADOW.try_with(|shadow| {
+        let mut shadow = shadow.borrow_mut();
+        close_gone(&mut shadow, sp, tree, timed);
+        if shadow.len() < MAX_SHADOW {
+            shadow.push((function, id, sp));
+        }
+    });
+    tree.enter(id, tick(timed));
+}
+
+fn exit(function: usize, sp: usize, timed: bool) {
+    let tree = &threads::current().tree;
+    let shadowed = SHADOW.try_with(|shadow| {
+        let mut shadow = shadow.borrow_mut();
+        close_gone(&mut shadow, sp, tree, timed);
+        // The call this exit ends, and any left above it without their exits.
+        let Some(at) = shadow.iter().rposition(|&(f, _, _)| f == function) else { return };
+        while shadow.len() > at {
+            let Some((_, id, _)) = shadow.pop() else { break };
+            tree.leave(id, tick(timed));
+        }
+    });
+    if shadowed.is_err() {
+        tree.leave(method_id(function), tick(timed));
+    }
+}
+
+/// Closes the calls whose frames are gone: entered with a stack pointer below `sp` (the stack
+/// grows down), so the thread has returned past them without their exit hooks (`longjmp`).
+fn close_gone(shadow: &mut Vec<(usize, u32, usize)>, sp: usize, tree: &crate::tree::calltree::CallTree, timed: bool) {
+    while let Some(&(_, id, entered)) = shadow.last() {
+        if entered >= sp {
+            break;
+        }
+        shadow.pop();
+        tree.leave(id, tick(timed));
+    }
+}
+
+/// The method id of the native function at `function`: `[native] library!name`.
+fn method_id(function: usize) -> u32 {
+    if let Ok(Some(id)) = IDS.try_with(|ids| ids.borrow().get(&function).copied()) {
+        return id;
+    }
+    let id = {
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        names
+            .get_or_insert_with(Default::default)
+            .frame(methods(), function)
+            .unwrap_or_else(|| methods().pseudo("[native]", "", ""))
+    };
+    let _ = IDS.try_with(|ids| ids.borrow_mut().insert(function, id));
+    id
+}
+
+/// The first hook call: join a tracing session, start a native one, or switch the hooks off.
+#[cold]
+fn start() -> u8 {
+    if STATE.compare_exchange(UNKNOWN, STARTING, AcqRel, Acquire).is_err() {
+        return STATE.load(Acquire);
+    }
+    let decided = session::guarded(OFF, decide);
+    STATE.store(decided, Release);
+    decided
+}
+
+fn decide() -> u8 {
+    if let Some(session) = session::get() {
+        // A runtime's session: its trees, in tracing mode only (sampling sees native frames).
+        return match (session.config.mode, session.config.timing) {
+            (Mode::Tracing, Timing::Exact) => ON_TIMED,
+            (Mode::Tracing, Timing::Sampled) => ON_UNTIMED,
+            (Mode::Sampling, _) => OFF,
+        };
+    }
+    if std::env::var_os(sonde_protocol::config::ENV_NATIVE).is_none_or(|v| v != "1") {
+        return OFF;
+    }
+    let runtime = RuntimeId { kind: "native", loaded_by: "LD_PRELOAD (compiler-inserted hooks)" };
+    let started = session::start(runtime, session::ConfigSource::Environment, String::new, |config| {
+        if config.mode != Mode::Tracing {
+            return Err(session::StartError::runtime(
+                "a native program",
+                "is profiled through its compiler-inserted hooks: record it with --mode tracing",
+            ));
+        }
+        session::start_sampled_timing(config)?;
+        if config.timing == Timing::Exact {
+            crate::calibration::use_probe(&COST_PROBE);
+            let cost = COST_PROBE.measure();
+            log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
+        }
+        Ok(session::tracing_facts(config, false))
+    });
+    match started {
+        Ok(session) if session.config.timing == Timing::Exact => ON_TIMED,
+        Ok(_) => ON_UNTIMED,
+        Err(_) => OFF,
+    }
+}
+
+/// The hooks' own cost, measured through the real entry points with two functions of this
+/// library as the parent and child calls.
+static COST_PROBE: crate::calibration::CostProbe =
+    crate::calibration::CostProbe::new(probe_enter, probe_leave, probe_pair);
+
+#[inline(never)]
+extern "C" fn probe_parent() {}
+#[inline(never)]
+extern "C" fn probe_child() {}
+
+fn probe_fn(id: usize) -> *mut c_void {
+    let f: extern "C" fn() = if id == 1 { probe_parent } else { probe_child };
+    f as *mut c_void
+}
+
+// The probes call what the hooks call (the hooks themselves return early while the session
+// starts, which is when it first measures).
+#[inline(never)]
+fn probe_enter(id: usize) {
+    if IDS.try_with(|ids| ids.borrow_mut().insert(probe_fn(id) as usize, id as u32)).is_err() {
+        return;
+    }
+    session::guarded((), || enter(probe_fn(id) as usize, stack_pointer(), true));
+}
+
+#[inline(never)]
+fn probe_leave(id: usize) {
+    session::guarded((), || exit(probe_fn(id) as usize, stack_pointer(), true));
+}
+
+fn probe_pair(id: usize) {
+    probe_enter(id);
+    probe_leave(id);
+}
+
+/// Where the instrumented function's frame is: the hook's own frame pointer (the agent is built
+/// with frame pointers), which is the caller's stack pointer at the call minus the return address
+/// and the saved frame pointer — the same distance for both hooks, whatever their frame sizes.
+#[inline(always)]
+#[cfg(target_arch = "x86_64")]
+fn stack_pointer() -> usize {
+    let fp: usize;
+    // SAFETY: reads one register, touches nothing.
+    unsafe { std::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags)) };
+    fp
+}
+
+#[inline(always)]
+#[cfg(target_arch = "aarch64")]
+fn stack_pointer() -> usize {
+    let fp: usize;
+    // SAFETY: reads one register, touches nothing.
+    unsafe { std::arch::asm!("mov {}, x29", out(reg) fp, options(nomem, nostack, preserves_flags)) };
+    fp
+}

@@ -1,0 +1,124 @@
+//! Native programs built with `-finstrument-functions` (issue 15): `sonde record -- ./program`
+//! preloads the agent, whose hooks feed the same call trees as managed tracing (tracing is the
+//! default mode for such a program). Real C and C++ sources compiled here by gcc/g++ at -O2
+//! (`tests/apps/native/`): exact counts for recursion, function pointers, C++ virtual calls, a C++
+//! exception thrown through three instrumented frames, `longjmp` out of three, inlined functions,
+//! and four threads.
+
+mod support;
+
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::*;
+
+/// `source` (under tests/apps/native) built by `compiler` at -O2 with the hooks, into `dir`.
+fn build(dir: &Path, compiler: &str, source: &str, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    let out = Command::new(compiler)
+        .args(["-O2", "-finstrument-functions", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(repo_file(&format!("tests/apps/native/{source}")))
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler} (the C/C++ compiler that comes with gcc): {e}"));
+    assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Records `exe` with `opts` (no mode: tracing is the default for it); its report.
+fn record_native(exe: &Path, opts: &[&str], expect_stdout: &str) -> Value {
+    let file = exe.with_extension("sonde");
+    let out = record(&file, opts, &[OsString::from(exe)]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expect_stdout, "{}", out.describe());
+    let report = report_json(&file);
+    assert_eq!(report["runtime"]["kind"], "native", "{}", report["runtime"]);
+    assert_eq!(report["mode"], "tracing");
+    check_invariants(&report);
+    report
+}
+
+/// Calls of the method whose name ends with `!function`.
+fn calls(report: &Value, function: &str) -> u64 {
+    let suffix = format!("!{function}");
+    let found: Vec<&Value> = arr(report, "methods").iter().filter(|m| str_of(m, "name").ends_with(&suffix)).collect();
+    assert_eq!(found.len(), 1, "{function}: {:?}", arr(report, "methods"));
+    u64_of(found[0], "calls")
+}
+
+/// Each node's method name and its parent's (None at a thread's root), with its calls.
+fn edges(report: &Value) -> Vec<(String, Option<String>, u64)> {
+    let methods = arr(report, "methods");
+    let nodes = arr(report, "nodes");
+    let name = |n: &Value| {
+        let full = str_of(&methods[u64_of(n, "method") as usize], "name");
+        full.rsplit('!').next().unwrap_or(full).to_string()
+    };
+    nodes
+        .iter()
+        .map(|n| (name(n), n["parent"].as_u64().map(|p| name(&nodes[p as usize])), u64_of(n, "calls")))
+        .collect()
+}
+
+fn sum_calls(edges: &[(String, Option<String>, u64)], node: &str, parent: Option<&str>) -> u64 {
+    edges.iter().filter(|(n, p, _)| n == node && p.as_deref() == parent).map(|e| e.2).sum()
+}
+
+#[test]
+fn c_recursion_pointers_longjmp_and_threads_are_counted_exactly() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = build(dir.path(), "gcc", "calls.c", "calls");
+    let report = record_native(&exe, &[], "sum 725");
+    for (function, expected) in
+        [("main", 1), ("fib", 1973), ("twice", 4005), ("thrice", 5), ("jumper", 5), ("deep", 20), ("worker", 4)]
+    {
+        assert_eq!(calls(&report, function), expected, "{function}");
+    }
+    let edges = edges(&report);
+    // longjmp left deep's frames without exit hooks: every jumper is still main's child, and
+    // deep nests at most four deep under each.
+    assert_eq!(sum_calls(&edges, "jumper", Some("main")), 5, "{edges:?}");
+    assert_eq!(sum_calls(&edges, "deep", Some("jumper")), 5, "{edges:?}");
+    assert_eq!(sum_calls(&edges, "deep", Some("deep")), 15, "{edges:?}");
+    assert!(!edges.iter().any(|(n, p, _)| n == "jumper" && p.as_deref() == Some("deep")), "{edges:?}");
+    // Function pointers: children of main; the workers' calls under each worker, on 4 threads.
+    assert_eq!(sum_calls(&edges, "thrice", Some("main")), 5);
+    assert_eq!(sum_calls(&edges, "twice", Some("main")), 5);
+    assert_eq!(sum_calls(&edges, "twice", Some("worker")), 4000);
+    assert_eq!(sum_calls(&edges, "worker", None), 4);
+    assert_eq!(sum_calls(&edges, "fib", Some("main")), 1);
+    assert_eq!(sum_calls(&edges, "fib", Some("fib")), 1972);
+    let threads = arr(&report, "threads");
+    assert!(threads.len() >= 5, "main and four workers: {threads:?}");
+}
+
+#[test]
+fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = build(dir.path(), "g++", "shapes.cpp", "shapes");
+    let report = record_native(&exe, &[], "total 31 caught 4");
+    // Names are shown demangled; the JSON keeps the linker's.
+    for (function, expected) in [
+        ("_ZNK6Circle4areaEv", 3),
+        ("_ZNK6Square4areaEv", 2),
+        ("_Z6level1i", 4),
+        ("_Z6level2i", 4),
+        ("_Z6level3i", 4),
+        ("_Z3runi", 4),
+    ] {
+        assert_eq!(calls(&report, function), expected, "{function}");
+    }
+    let edges = edges(&report);
+    // The exception unwound level3 → level2 → level1 through their exit hooks: run's next
+    // call is main's child again, and the three nest once each under it.
+    assert_eq!(sum_calls(&edges, "_Z3runi", Some("main")), 4, "{edges:?}");
+    assert_eq!(sum_calls(&edges, "_Z6level1i", Some("_Z3runi")), 4, "{edges:?}");
+    assert_eq!(sum_calls(&edges, "_Z6level3i", Some("_Z6level2i")), 4, "{edges:?}");
+    // `add` is inlined into main at -O2 and still counted there, as a child of main.
+    assert_eq!(sum_calls(&edges, "_ZL3addii", Some("main")), 5, "{edges:?}");
+    let text =
+        sonde_cmd(&["report".into(), exe.with_extension("sonde").into_os_string(), "--native".into(), "show".into()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("shapes!Circle::area") && text.contains("shapes!level3"), "{text}");
+}
