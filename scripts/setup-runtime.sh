@@ -99,6 +99,13 @@ if [ -n "$libc_id" ] && [ ! -f "/usr/lib/debug/.build-id/${libc_id:0:2}/${libc_i
     apt_install libc6-dbg
 fi
 
+# uftrace: the peer of Sonde's native tracing (the same -finstrument-functions hooks), for the
+# call-count comparison in the tests and the benchmark (scripts/bench-native.py).
+if ! command -v uftrace >/dev/null; then
+    say "installing Debian's uftrace (the peer of native tracing)"
+    apt_install uftrace
+fi
+
 # A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
 # the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
 if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then

@@ -229,7 +229,11 @@ pub fn no_agent_reason(program: &[String]) -> String {
              (requested with MONO_ENV_OPTIONS={MONO_OPTION}, found through LD_LIBRARY_PATH)"
         )
     } else {
-        format!("no .NET runtime loaded the agent: is `{}` a .NET (CoreCLR or Mono) program?", program[0])
+        format!(
+            "no .NET runtime loaded the agent: is `{}` a .NET (CoreCLR or Mono) program? (a native program is \
+             profiled when it is built with -finstrument-functions)",
+            program[0]
+        )
     }
 }
 

@@ -76,7 +76,8 @@ pub struct LostSamples {
 /// Which runtime ran the program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Runtime {
-    /// `"coreclr"` or `"mono"`.
+    /// `"coreclr"`, `"mono"`, or `"native"` (a program traced through its compiler-inserted
+    /// hooks, docs/NATIVE.md).
     pub kind: String,
     /// e.g. `"8.0.4"`.
     pub version: String,

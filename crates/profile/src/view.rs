@@ -76,6 +76,9 @@ fn class_of(profile: &Profile, method: u32) -> Class {
     match profile.kind(method) {
         Kind::Managed if profile.is_framework(method) => Class::Framework,
         Kind::Managed => Class::User,
+        // A native program's own instrumented functions are its code (runtime `native`: every
+        // frame came from the compiler's hooks in the program's own code).
+        Kind::Native if profile.run.runtime.kind == "native" => Class::User,
         Kind::Native => Class::Native,
         Kind::Runtime if profile.methods[method as usize].name == "[truncated stack]" => Class::User,
         Kind::Runtime => Class::Native,

@@ -114,3 +114,24 @@ fn libc_is_named_from_debians_debug_file_by_build_id() {
     assert_eq!(exported.origin(), &NativeOrigin::Dynsym);
     assert!(symbols.len() > exported.len() + 1000, "{} vs {}", symbols.len(), exported.len());
 }
+
+/// A program built with `-finstrument-functions` imports the compiler's hooks (glibc's empty
+/// ones, until a preloaded library comes first); one built without does not.
+#[test]
+fn instrumented_programs_are_told_by_their_imports() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let source = "int f(int x) { return x + 1; }\nint main(void) { return f(-1); }\n";
+    let hooks = ["__cyg_profile_func_enter", "__cyg_profile_func_exit"];
+    for (flags, expected) in [(&["-finstrument-functions"][..], true), (&[][..], false)] {
+        let name = if expected { "with" } else { "without" };
+        let c = dir.path().join(format!("{name}.c"));
+        std::fs::write(&c, source).unwrap();
+        let exe = dir.path().join(name);
+        let mut args = vec!["-O2", "-o", exe.to_str().unwrap(), c.to_str().unwrap()];
+        args.extend(flags);
+        run("gcc", &args);
+        assert_eq!(sonde_symbols::imports_any(&exe, &hooks), expected, "{name}");
+    }
+    assert!(!sonde_symbols::imports_any(std::path::Path::new("/nonexistent"), &hooks));
+    assert!(!sonde_symbols::imports_any(std::path::Path::new("/dev/null"), &hooks));
+}

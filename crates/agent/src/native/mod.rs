@@ -24,7 +24,6 @@ use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Timing};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering::*};
@@ -47,7 +46,7 @@ const MAX_SHADOW: usize = 1 << 16;
 
 thread_local! {
     /// Function address → method id, for this thread (the shared table is behind a lock).
-    static IDS: RefCell<HashMap<usize, u32>> = RefCell::new(HashMap::new());
+    static IDS: RefCell<crate::sampling::AddressMap<usize, u32>> = RefCell::new(Default::default());
     /// The calls this thread is in: `(function, method id, stack pointer at its entry hook)`.
     static SHADOW: RefCell<Vec<(usize, u32, usize)>> = const { RefCell::new(Vec::new()) };
 }
@@ -197,10 +196,15 @@ fn decide() -> u8 {
 static COST_PROBE: crate::calibration::CostProbe =
     crate::calibration::CostProbe::new(probe_enter, probe_leave, probe_pair);
 
+// Two bodies that differ, so that the linker cannot fold them into one address.
 #[inline(never)]
-extern "C" fn probe_parent() {}
+extern "C" fn probe_parent() {
+    std::hint::black_box(1);
+}
 #[inline(never)]
-extern "C" fn probe_child() {}
+extern "C" fn probe_child() {
+    std::hint::black_box(2);
+}
 
 fn probe_fn(id: usize) -> *mut c_void {
     let f: extern "C" fn() = if id == 1 { probe_parent } else { probe_child };
