@@ -122,3 +122,50 @@ fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("shapes!Circle::area") && text.contains("shapes!level3"), "{text}");
 }
+
+/// `Mixed.exe` with its runtimeconfig and the instrumented `libcodec.so` in `dir`.
+fn mixed_app(dir: &Path) -> PathBuf {
+    let built = built_app("Mixed", Build::Mcs);
+    for file in ["Mixed.exe", "Mixed.runtimeconfig.json"] {
+        std::fs::copy(built.with_file_name(file), dir.join(file)).expect("copy the app");
+    }
+    let out = Command::new("gcc")
+        .args(["-O2", "-finstrument-functions", "-shared", "-fPIC", "-o"])
+        .arg(dir.join("libcodec.so"))
+        .arg(repo_file("tests/apps/native/codec.c"))
+        .output()
+        .expect("gcc");
+    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+    dir.join("Mixed.exe")
+}
+
+/// Traced, a managed method that calls an instrumented library through P/Invoke has the
+/// library's functions as its children, with exact counts, on both runtimes: the preloaded
+/// agent's hooks join the runtime's trees.
+fn mixed_trees(rt: Runtime) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = mixed_app(dir.path());
+    let file = dir.path().join("mixed.sonde");
+    let out = record(&file, &["--mode", "tracing"], &[rt.host().into(), exe.into_os_string()]);
+    assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
+    assert!(out.stdout_str().contains("done"), "{}", out.describe());
+    let report = report_json(&file);
+    check_invariants(&report);
+    let edges = edges(&report);
+    let compress = edges.iter().find(|(n, _, _)| n.ends_with("Acme.Codec.Compress")).map(|e| e.0.clone());
+    let compress = compress.unwrap_or_else(|| panic!("{rt:?}: no Compress in {edges:?}"));
+    assert_eq!(sum_calls(&edges, &compress, Some("Acme.Codec.Main")), 10, "{rt:?}: {edges:?}");
+    assert_eq!(sum_calls(&edges, "compress_block", Some(&compress)), 10, "{rt:?}: {edges:?}");
+    assert_eq!(sum_calls(&edges, "huff_encode", Some("compress_block")), 40, "{rt:?}: {edges:?}");
+    assert_eq!(sum_calls(&edges, "checksum", Some("compress_block")), 10, "{rt:?}: {edges:?}");
+}
+
+#[test]
+fn coreclr_mixed_managed_and_native_trees() {
+    mixed_trees(Runtime::CoreClr);
+}
+
+#[test]
+fn mono_mixed_managed_and_native_trees() {
+    mixed_trees(Runtime::Mono);
+}

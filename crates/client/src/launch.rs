@@ -76,10 +76,16 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
         command.env_remove(var);
     }
     command.envs(environment(agent, mono_dir.as_deref(), config, has_aot_image(program)));
-    if is_instrumented_native(&program[0]) {
-        // Its hooks are the agent's while it is preloaded (glibc's own are empty): the native
-        // session starts at the first one (agent `native`).
+    // Preloaded, the agent's compiler hooks come before glibc's empty ones: a native program
+    // built with -finstrument-functions is traced through them (a native session: agent
+    // `native`), and in tracing mode an instrumented library a .NET program calls joins the
+    // runtime's trees (the runtime's own load of the agent finds this copy). Without
+    // instrumented code the preloaded agent does nothing.
+    let native = is_instrumented_native(&program[0]);
+    if native || config.mode == Mode::Tracing {
         command.env("LD_PRELOAD", prepend_list(agent.as_os_str(), std::env::var_os("LD_PRELOAD"), b' '));
+    }
+    if native {
         command.env(config::ENV_NATIVE, "1");
     }
     Ok(command)
