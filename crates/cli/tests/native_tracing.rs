@@ -169,3 +169,75 @@ fn coreclr_mixed_managed_and_native_trees() {
 fn mono_mixed_managed_and_native_trees() {
     mixed_trees(Runtime::Mono);
 }
+
+/// `--include`/`--exclude` globs match a native function's symbol, its demangled name or its
+/// library: left-out functions are not counted, their callees count under the nearest traced
+/// caller.
+#[test]
+fn filters_select_native_functions() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = build(dir.path(), "gcc", "calls.c", "calls");
+    let report = record_native(&exe, &["--exclude", "fib", "--exclude", "th*"], "sum 725");
+    // (Named, since the filter looks at their names, but never counted.)
+    let counted = edges(&report);
+    assert!(!counted.iter().any(|(n, _, _)| n == "fib" || n == "thrice"), "{counted:?}");
+    assert_eq!(sum_calls(&counted, "twice", Some("main")), 5, "{counted:?}");
+    assert_eq!(calls(&report, "twice"), 4005);
+    assert_eq!(calls(&report, "deep"), 20);
+    let exe = build(dir.path(), "g++", "shapes.cpp", "shapes");
+    let report = record_native(&exe, &["--include", "level?"], "total 31 caught 4");
+    let edges = edges(&report);
+    // Demangled names match (`level1`, not `_Z6level1i`); main and run are left out, so level1
+    // is a thread root.
+    assert_eq!(sum_calls(&edges, "_Z6level1i", None), 4, "{edges:?}");
+    assert_eq!(sum_calls(&edges, "_Z6level2i", Some("_Z6level1i")), 4, "{edges:?}");
+    assert_eq!(edges.iter().map(|e| e.0.as_str()).filter(|n| !n.starts_with("_Z6level")).count(), 0, "{edges:?}");
+}
+
+/// Side by side with uftrace (Debian's, installed by the setup; the peer on the same hooks): the
+/// same calls per instrumented function, C (recursion, pointers, threads) and C++ (virtual calls,
+/// exceptions, inlined functions). (Not `longjmp`: uftrace's report drops the functions that
+/// never returned.)
+#[test]
+fn uftrace_counts_the_same_calls() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for (compiler, source, name, stdout) in
+        [("gcc", "hot.c", "hot", "calls 3000 sum 29328"), ("g++", "shapes.cpp", "shapes", "total 31 caught 4")]
+    {
+        let exe = build(dir.path(), compiler, source, name);
+        let args: Vec<&str> = if name == "hot" { vec!["1000"] } else { vec![] };
+        let file = dir.path().join(format!("{name}.sonde"));
+        let mut command = vec![OsString::from(&exe)];
+        command.extend(args.iter().map(OsString::from));
+        let out = record(&file, &[], &command);
+        assert_eq!(out.code(), 0, "{}", out.describe());
+        assert_eq!(out.stdout_str().trim(), stdout);
+        let report = report_json(&file);
+        let data = dir.path().join(format!("{name}.uftrace"));
+        let traced = Command::new("uftrace")
+            .arg("record")
+            .arg("-d")
+            .arg(&data)
+            .arg(&exe)
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("uftrace (Debian's uftrace; scripts/setup.sh installs it): {e}"));
+        assert!(traced.status.success(), "uftrace record: {}", String::from_utf8_lossy(&traced.stderr));
+        let listed =
+            Command::new("uftrace").arg("report").arg("-d").arg(&data).args(["-f", "call"]).output().expect("uftrace");
+        let listed = String::from_utf8_lossy(&listed.stdout);
+        let theirs: std::collections::HashMap<&str, u64> = listed
+            .lines()
+            .filter_map(|l| {
+                let (calls, function) = l.trim().split_once(char::is_whitespace)?;
+                Some((function.trim(), calls.parse().ok()?))
+            })
+            .collect();
+        for m in arr(&report, "methods") {
+            let shown = str_of(m, "display_name");
+            let Some((_, function)) = shown.split_once('!') else { continue };
+            let ours = u64_of(m, "calls");
+            assert_eq!(theirs.get(function).copied(), Some(ours), "{name}: {function}: uftrace says\n{listed}");
+        }
+    }
+}

@@ -87,8 +87,15 @@ fn tick(timed: bool) -> u64 {
 // (Thread-locals through `try_with`: a thread's instrumented destructors may run after its
 // thread-locals are gone; the tree then sees the calls without the shadow stack's repairs.)
 
+/// The method id of a function the filter leaves out (`--include`/`--exclude`): its hooks return
+/// after the look-up, and its callees count under its nearest traced caller.
+const EXCLUDED: u32 = u32::MAX;
+
 fn enter(function: usize, sp: usize, timed: bool) {
     let id = method_id(function);
+    if id == EXCLUDED {
+        return;
+    }
     let tree = &threads::current().tree;
     let _ = SHADOW.try_with(|shadow| {
         let mut shadow = shadow.borrow_mut();
@@ -101,6 +108,9 @@ fn enter(function: usize, sp: usize, timed: bool) {
 }
 
 fn exit(function: usize, sp: usize, timed: bool) {
+    if IDS.try_with(|ids| ids.borrow().get(&function).copied()) == Ok(Some(EXCLUDED)) {
+        return;
+    }
     let tree = &threads::current().tree;
     let shadowed = SHADOW.try_with(|shadow| {
         let mut shadow = shadow.borrow_mut();
@@ -141,8 +151,28 @@ fn method_id(function: usize) -> u32 {
             .frame(methods(), function)
             .unwrap_or_else(|| methods().pseudo("[native]", "", ""))
     };
+    let id = if traced(&methods().name(id)) { id } else { EXCLUDED };
     let _ = IDS.try_with(|ids| ids.borrow_mut().insert(function, id));
     id
+}
+
+/// Whether the session's filter traces the native function named `name` (`[native] lib!symbol`):
+/// its globs match the symbol as the linker wrote it, as reports show it (C++ demangled, without
+/// parameters), or the library's file name. Everything is traced by default (native code has no
+/// framework to leave out).
+fn traced(name: &str) -> bool {
+    let Some(session) = session::get() else { return true };
+    let filter = &session.config.filter;
+    if filter.include.is_empty() && filter.exclude.is_empty() {
+        return true;
+    }
+    let (library, symbol) = name.strip_prefix("[native] ").and_then(|n| n.split_once('!')).unwrap_or(("", name));
+    let shown = sonde_profile::display_name(name, "", &[], &[]);
+    let demangled = shown.split_once('!').map_or(symbol, |(_, s)| s);
+    let hit = |patterns: &[String]| {
+        patterns.iter().any(|p| [symbol, demangled, library].iter().any(|text| sonde_protocol::filter::glob(p, text)))
+    };
+    !hit(&filter.exclude) && (filter.include.is_empty() || hit(&filter.include))
 }
 
 /// The first hook call: join a tracing session, start a native one, or switch the hooks off.

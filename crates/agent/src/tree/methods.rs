@@ -107,6 +107,11 @@ impl MethodTable {
         inner.records.get(id as usize).map_or(Role::Other, |r| Role::of(&r.name, &r.signature))
     }
 
+    /// The name of method `id` (empty for an unknown id).
+    pub fn name(&self, id: u32) -> String {
+        self.lock().records.get(id as usize).map_or_else(String::new, |r| r.name.clone())
+    }
+
     /// Records from `from` on (for incremental metadata), and the new count.
     pub fn since(&self, from: usize) -> (Vec<MethodRecord>, usize) {
         let inner = self.lock();
