@@ -40,6 +40,8 @@ const ON_UNTIMED: u8 = 3;
 const OFF: u8 = 4;
 
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+/// The session is the native one (no runtime reports threads' ends: the hooks do).
+static OWN_SESSION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The deepest shadow stack kept per thread; deeper calls are counted without it.
 const MAX_SHADOW: usize = 1 << 16;
@@ -49,6 +51,18 @@ thread_local! {
     static IDS: RefCell<crate::sampling::AddressMap<usize, u32>> = RefCell::new(Default::default());
     /// The calls this thread is in: `(function, method id, stack pointer at its entry hook)`.
     static SHADOW: RefCell<Vec<(usize, u32, usize)>> = const { RefCell::new(Vec::new()) };
+    /// Ends the thread's tree when the thread exits (no runtime reports it in a native session).
+    static ENDS: ThreadEnd = const { ThreadEnd };
+}
+
+struct ThreadEnd;
+
+impl Drop for ThreadEnd {
+    fn drop(&mut self) {
+        if OWN_SESSION.load(Relaxed) {
+            session::guarded((), || session::thread_ended(threads::gettid()));
+        }
+    }
 }
 
 /// Names native functions by address, for every thread.
@@ -97,6 +111,8 @@ fn enter(function: usize, sp: usize, timed: bool) {
         return;
     }
     let tree = &threads::current().tree;
+    // (Touched once per thread, so that its destructor runs at the thread's exit.)
+    let _ = ENDS.try_with(|_| ());
     let _ = SHADOW.try_with(|shadow| {
         let mut shadow = shadow.borrow_mut();
         close_gone(&mut shadow, sp, tree, timed);
@@ -214,6 +230,7 @@ fn decide() -> u8 {
         }
         Ok(session::tracing_facts(config, false))
     });
+    OWN_SESSION.store(started.is_ok(), Relaxed);
     match started {
         Ok(session) if session.config.timing == Timing::Exact => ON_TIMED,
         Ok(_) => ON_UNTIMED,
