@@ -167,6 +167,11 @@ pub struct RecordArgs {
     /// CoreCLR (its JIT leaves the fast allocators) and cannot be switched on by `--pid`.
     #[arg(long, value_name = "HOW", value_enum, default_value = "sampled")]
     pub alloc_sampling: AllocSamplingArg,
+    /// Tracing mode: also trace the instrumented native libraries (built with
+    /// `-finstrument-functions`) the .NET program calls, under their managed callers (the agent
+    /// is preloaded into the program: docs/NATIVE.md).
+    #[arg(long = "native-hooks")]
+    pub native_hooks: bool,
     /// Sampling mode on CoreCLR: stitch async call stacks, so the code after an `await` is shown
     /// under the stack that awaited it (from the runtime's task events; costs about a
     /// microsecond per await, see docs/ASYNC.md). Off by default.

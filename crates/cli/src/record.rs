@@ -32,6 +32,9 @@ pub struct Verbosity {
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
+    if args.native_hooks && args.mode() != ModeArg::Tracing {
+        anyhow::bail!("--native-hooks goes with --mode tracing (the native functions are traced through their hooks)");
+    }
     if args.async_stacks && args.mode() == ModeArg::Tracing {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
     }
@@ -187,6 +190,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         events: EventKinds { alloc: args.events.alloc || exact, ..args.events },
         alloc_exact: exact,
         async_stacks: args.async_stacks,
+        native_hooks: args.native_hooks,
         // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
         alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
             .ok()

@@ -146,7 +146,7 @@ fn mixed_trees(rt: Runtime) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let exe = mixed_app(dir.path());
     let file = dir.path().join("mixed.sonde");
-    let out = record(&file, &["--mode", "tracing"], &[rt.host().into(), exe.into_os_string()]);
+    let out = record(&file, &["--mode", "tracing", "--native-hooks"], &[rt.host().into(), exe.into_os_string()]);
     assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
     assert!(out.stdout_str().contains("done"), "{}", out.describe());
     let report = report_json(&file);

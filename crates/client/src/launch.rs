@@ -78,11 +78,11 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
     command.envs(environment(agent, mono_dir.as_deref(), config, has_aot_image(program)));
     // Preloaded, the agent's compiler hooks come before glibc's empty ones: a native program
     // built with -finstrument-functions is traced through them (a native session: agent
-    // `native`), and in tracing mode an instrumented library a .NET program calls joins the
-    // runtime's trees (the runtime's own load of the agent finds this copy). Without
-    // instrumented code the preloaded agent does nothing.
+    // `native`), and with --native-hooks in tracing mode an instrumented library a .NET program
+    // calls joins the runtime's trees (the runtime's own load of the agent finds this copy).
+    // Only then: a preloaded library is in every process the program starts too.
     let native = is_instrumented_native(&program[0]);
-    if native || config.mode == Mode::Tracing {
+    if native || (config.native_hooks && config.mode == Mode::Tracing) {
         command.env("LD_PRELOAD", prepend_list(agent.as_os_str(), std::env::var_os("LD_PRELOAD"), b' '));
     }
     if native {

@@ -46,6 +46,7 @@ impl Options {
                 alloc_sample_bytes: sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES,
                 alloc_exact: false,
                 async_stacks: false,
+                native_hooks: false,
             },
             program_output: true,
             verbose: false,

@@ -47,6 +47,10 @@ pub const ENV_ALLOC_SAMPLING: &str = "SONDE_ALLOC_SAMPLING";
 /// `1`: a program with no .NET runtime, built with `-finstrument-functions`, starts a native
 /// tracing session at its first hook call (`sonde record` sets it with `LD_PRELOAD` of the agent).
 pub const ENV_NATIVE: &str = "SONDE_NATIVE";
+/// `1`: also preload the agent into .NET programs in tracing mode, so that instrumented native
+/// libraries they call join the trees (`sonde record --native-hooks`; docs/NATIVE.md). Read by
+/// the controller's launcher.
+pub const ENV_NATIVE_HOOKS: &str = "SONDE_NATIVE_HOOKS";
 /// `1`: stitch async call stacks (`sonde record --async`; CoreCLR sampling, docs/ASYNC.md).
 pub const ENV_ASYNC: &str = "SONDE_ASYNC";
 
@@ -65,6 +69,7 @@ pub const ALL_VARS: &[&str] = &[
     ENV_ALLOC_SAMPLING,
     ENV_ASYNC,
     ENV_NATIVE,
+    ENV_NATIVE_HOOKS,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing
@@ -208,6 +213,8 @@ pub struct AgentConfig {
     pub alloc_exact: bool,
     /// Stitch each async continuation's samples under the stack that awaited it ([`ENV_ASYNC`]).
     pub async_stacks: bool,
+    /// Preload the agent into .NET programs for instrumented native libraries ([`ENV_NATIVE_HOOKS`]).
+    pub native_hooks: bool,
 }
 
 impl Default for AgentConfig {
@@ -227,6 +234,7 @@ impl Default for AgentConfig {
             alloc_sample_bytes: DEFAULT_ALLOC_SAMPLE_BYTES,
             alloc_exact: false,
             async_stacks: false,
+            native_hooks: false,
         }
     }
 }
@@ -246,6 +254,9 @@ impl AgentConfig {
         }
         if self.async_stacks {
             env.push((ENV_ASYNC, "1".to_string()));
+        }
+        if self.native_hooks {
+            env.push((ENV_NATIVE_HOOKS, "1".to_string()));
         }
         if self.alloc_sample_bytes != DEFAULT_ALLOC_SAMPLE_BYTES {
             env.push((ENV_ALLOC_SAMPLE_BYTES, self.alloc_sample_bytes.to_string()));
@@ -352,6 +363,7 @@ impl AgentConfig {
         config.cpu_timers = get(ENV_CPU_TIMERS).is_none_or(|v| v != "0");
         config.mono_catches = get(ENV_MONO_CATCHES).is_some_and(|v| v == "1");
         config.async_stacks = get(ENV_ASYNC).is_some_and(|v| v == "1");
+        config.native_hooks = get(ENV_NATIVE_HOOKS).is_some_and(|v| v == "1");
         if let Some(list) = get(ENV_EVENTS) {
             config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
         }
@@ -398,6 +410,7 @@ mod tests {
             alloc_sample_bytes: 4096,
             alloc_exact: true,
             async_stacks: true,
+            native_hooks: true,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

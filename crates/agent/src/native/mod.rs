@@ -23,7 +23,6 @@ use crate::session::{self, RuntimeId};
 use crate::tree::methods::methods;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Timing};
-use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering::*};
@@ -46,23 +45,52 @@ static OWN_SESSION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// The deepest shadow stack kept per thread; deeper calls are counted without it.
 const MAX_SHADOW: usize = 1 << 16;
 
-thread_local! {
-    /// Function address → method id, for this thread (the shared table is behind a lock).
-    static IDS: RefCell<crate::sampling::AddressMap<usize, u32>> = RefCell::new(Default::default());
+/// A thread's state for the hooks, allocated at its first hook call: the thread-local itself is
+/// one pointer (every copy of the agent an attach loads takes its thread-locals from glibc's small
+/// static reserve: `sonde dump`'s attach limit).
+#[derive(Default)]
+struct NativeThread {
+    /// Function address → method id (the shared table is behind a lock).
+    ids: crate::sampling::AddressMap<usize, u32>,
     /// The calls this thread is in: `(function, method id, stack pointer at its entry hook)`.
-    static SHADOW: RefCell<Vec<(usize, u32, usize)>> = const { RefCell::new(Vec::new()) };
-    /// Ends the thread's tree when the thread exits (no runtime reports it in a native session).
-    static ENDS: ThreadEnd = const { ThreadEnd };
+    shadow: Vec<(usize, u32, usize)>,
 }
 
-struct ThreadEnd;
+/// Owns the thread's [`NativeThread`]; its destructor ends the thread's tree in a native session
+/// (no runtime reports a thread's end there).
+struct Tls(std::cell::Cell<*mut NativeThread>);
 
-impl Drop for ThreadEnd {
+impl Drop for Tls {
     fn drop(&mut self) {
+        let state = self.0.replace(std::ptr::null_mut());
+        if !state.is_null() {
+            // SAFETY: made by `Box::into_raw` in `with_thread`, owned by this thread-local only.
+            drop(unsafe { Box::from_raw(state) });
+        }
         if OWN_SESSION.load(Relaxed) {
             session::guarded((), || session::thread_ended(threads::gettid()));
         }
     }
+}
+
+thread_local! {
+    static TLS: Tls = const { Tls(std::cell::Cell::new(std::ptr::null_mut())) };
+}
+
+/// Runs `f` with this thread's state (`None` once the thread's thread-locals are gone: its
+/// instrumented destructors run after them).
+fn with_thread<R>(f: impl FnOnce(&mut NativeThread) -> R) -> Option<R> {
+    TLS.try_with(|tls| {
+        let mut state = tls.0.get();
+        if state.is_null() {
+            state = Box::into_raw(Box::default());
+            tls.0.set(state);
+        }
+        // SAFETY: this thread's own box, alive until the thread-local's destructor; the hooks do
+        // not re-enter (the agent is not instrumented), so no other reference exists meanwhile.
+        f(unsafe { &mut *state })
+    })
+    .ok()
 }
 
 /// Names native functions by address, for every thread.
@@ -98,48 +126,51 @@ fn tick(timed: bool) -> u64 {
     if timed { clock::ticks() } else { 0 }
 }
 
-// (Thread-locals through `try_with`: a thread's instrumented destructors may run after its
-// thread-locals are gone; the tree then sees the calls without the shadow stack's repairs.)
+// (A thread's instrumented destructors may run after its thread-locals are gone: the tree then
+// sees the calls without the shadow stack's repairs.)
 
 /// The method id of a function the filter leaves out (`--include`/`--exclude`): its hooks return
 /// after the look-up, and its callees count under its nearest traced caller.
 const EXCLUDED: u32 = u32::MAX;
 
 fn enter(function: usize, sp: usize, timed: bool) {
-    let id = method_id(function);
-    if id == EXCLUDED {
-        return;
-    }
     let tree = &threads::current().tree;
-    // (Touched once per thread, so that its destructor runs at the thread's exit.)
-    let _ = ENDS.try_with(|_| ());
-    let _ = SHADOW.try_with(|shadow| {
-        let mut shadow = shadow.borrow_mut();
-        close_gone(&mut shadow, sp, tree, timed);
-        if shadow.len() < MAX_SHADOW {
-            shadow.push((function, id, sp));
+    let entered = with_thread(|thread| {
+        let id = method_id(&mut thread.ids, function);
+        if id == EXCLUDED {
+            return;
         }
+        close_gone(&mut thread.shadow, sp, tree, timed);
+        if thread.shadow.len() < MAX_SHADOW {
+            thread.shadow.push((function, id, sp));
+        }
+        tree.enter(id, tick(timed));
     });
-    tree.enter(id, tick(timed));
+    if entered.is_none() {
+        let id = method_id(&mut Default::default(), function);
+        if id != EXCLUDED {
+            tree.enter(id, tick(timed));
+        }
+    }
 }
 
 fn exit(function: usize, sp: usize, timed: bool) {
-    if IDS.try_with(|ids| ids.borrow().get(&function).copied()) == Ok(Some(EXCLUDED)) {
-        return;
-    }
     let tree = &threads::current().tree;
-    let shadowed = SHADOW.try_with(|shadow| {
-        let mut shadow = shadow.borrow_mut();
-        close_gone(&mut shadow, sp, tree, timed);
-        // The call this exit ends, and any left above it without their exits.
-        let Some(at) = shadow.iter().rposition(|&(f, _, _)| f == function) else { return };
-        while shadow.len() > at {
-            let Some((_, id, _)) = shadow.pop() else { break };
+    let exited = with_thread(|thread| {
+        close_gone(&mut thread.shadow, sp, tree, timed);
+        // The call this exit ends, and any left above it without their exits (an excluded
+        // function is never on the shadow stack).
+        let Some(at) = thread.shadow.iter().rposition(|&(f, _, _)| f == function) else { return };
+        while thread.shadow.len() > at {
+            let Some((_, id, _)) = thread.shadow.pop() else { break };
             tree.leave(id, tick(timed));
         }
     });
-    if shadowed.is_err() {
-        tree.leave(method_id(function), tick(timed));
+    if exited.is_none() {
+        let id = method_id(&mut Default::default(), function);
+        if id != EXCLUDED {
+            tree.leave(id, tick(timed));
+        }
     }
 }
 
@@ -155,9 +186,10 @@ fn close_gone(shadow: &mut Vec<(usize, u32, usize)>, sp: usize, tree: &crate::tr
     }
 }
 
-/// The method id of the native function at `function`: `[native] library!name`.
-fn method_id(function: usize) -> u32 {
-    if let Ok(Some(id)) = IDS.try_with(|ids| ids.borrow().get(&function).copied()) {
+/// The method id of the native function at `function` (`[native] library!name`), through the
+/// thread's map `ids`.
+fn method_id(ids: &mut crate::sampling::AddressMap<usize, u32>, function: usize) -> u32 {
+    if let Some(&id) = ids.get(&function) {
         return id;
     }
     let id = {
@@ -168,7 +200,7 @@ fn method_id(function: usize) -> u32 {
             .unwrap_or_else(|| methods().pseudo("[native]", "", ""))
     };
     let id = if traced(&methods().name(id)) { id } else { EXCLUDED };
-    let _ = IDS.try_with(|ids| ids.borrow_mut().insert(function, id));
+    ids.insert(function, id);
     id
 }
 
@@ -262,7 +294,7 @@ fn probe_fn(id: usize) -> *mut c_void {
 // starts, which is when it first measures).
 #[inline(never)]
 fn probe_enter(id: usize) {
-    if IDS.try_with(|ids| ids.borrow_mut().insert(probe_fn(id) as usize, id as u32)).is_err() {
+    if with_thread(|thread| thread.ids.insert(probe_fn(id) as usize, id as u32)).is_none() {
         return;
     }
     session::guarded((), || enter(probe_fn(id) as usize, stack_pointer(), true));
