@@ -241,3 +241,37 @@ fn uftrace_counts_the_same_calls() {
         }
     }
 }
+
+/// A library the program loads with `dlopen` is named and counted like the program's own code
+/// (its symbols are read when its first function is called), under the program's caller.
+#[test]
+fn dlopened_libraries_are_traced_too() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let plugin = dir.path().join("libplugin.so");
+    let out = Command::new("gcc")
+        .args(["-O2", "-finstrument-functions", "-shared", "-fPIC", "-o"])
+        .arg(&plugin)
+        .arg(repo_file("tests/apps/native/plugin.c"))
+        .output()
+        .expect("gcc");
+    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+    let exe = dir.path().join("host");
+    let out = Command::new("gcc")
+        .args(["-O2", "-finstrument-functions", "-o"])
+        .arg(&exe)
+        .arg(repo_file("tests/apps/native/host.c"))
+        .arg("-ldl")
+        .output()
+        .expect("gcc");
+    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+    let file = dir.path().join("host.sonde");
+    let out = record(&file, &[], &[exe.into_os_string(), plugin.into_os_string()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert_eq!(out.stdout_str().trim(), "plugin 330");
+    let report = report_json(&file);
+    let names: Vec<&str> = arr(&report, "methods").iter().map(|m| str_of(m, "name")).collect();
+    assert!(names.contains(&"[native] libplugin.so!plugin_run"), "{names:?}");
+    let edges = edges(&report);
+    assert_eq!(sum_calls(&edges, "plugin_run", Some("call_plugin")), 5, "{edges:?}");
+    assert_eq!(sum_calls(&edges, "plugin_step", Some("plugin_run")), 15, "{edges:?}");
+}
