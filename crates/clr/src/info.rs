@@ -149,18 +149,8 @@ impl ProfilerInfo {
         if current.as_deref().is_some_and(contains) {
             return current;
         }
-        if self.version < 9 {
-            return None;
-        }
-        // (A method has a handful of versions: tier 0, tier 1, a ReJIT or two.)
-        let mut starts: [UINT_PTR; 16] = [0; 16];
-        let mut count: ULONG32 = 0;
-        call!(self.GetNativeCodeStartAddresses(function, 0, 16, &mut count, starts.as_mut_ptr())).ok()?;
-        let starts = &starts[..(count as usize).min(16)];
-        starts.iter().find_map(|&start| {
-            let regions = self.code_regions(|cap, len, out| call!(self.GetCodeInfo4(start, cap, len, out)))?;
-            contains(&regions).then_some(regions)
-        })
+        // (A method has a handful of versions: tier 0, tier 1, an OSR version, a ReJIT or two.)
+        self.code_versions(function).into_iter().find(|regions| contains(regions))
     }
 
     /// The code regions of each native code version of `function` (tier 0, tier 1, OSR

@@ -199,7 +199,12 @@ impl sampling::FrameResolver for ClrFrames {
     }
 
     fn calls_runtime(&mut self, return_address: usize) -> bool {
-        self.calls_runtime_at(return_address)
+        if let Some(&answer) = self.runtime_calls.get(&return_address) {
+            return answer;
+        }
+        let answer = calls_runtime(return_address);
+        self.runtime_calls.insert(return_address, answer);
+        answer
     }
 
     fn function(&mut self, function: usize) -> Option<u32> {
@@ -209,18 +214,6 @@ impl sampling::FrameResolver for ClrFrames {
     fn truncated(&mut self) -> u32 {
         // (a marker, not a method: see `sampling::Frame::managed`)
         methods().pseudo("[truncated stack]", "", "")
-    }
-}
-
-impl ClrFrames {
-    /// Whether the call that returns to `return_address` is a call into `libcoreclr.so`.
-    fn calls_runtime_at(&mut self, return_address: usize) -> bool {
-        if let Some(&answer) = self.runtime_calls.get(&return_address) {
-            return answer;
-        }
-        let answer = calls_runtime(return_address);
-        self.runtime_calls.insert(return_address, answer);
-        answer
     }
 }
 

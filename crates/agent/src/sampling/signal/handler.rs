@@ -426,7 +426,7 @@ fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u6
         // Limits not known yet: the sampler thread looks this stack pointer up (`maps`).
         state.seen_sp.store(sp as u64, Relaxed);
     }
-    // The async context the thread runs in (`async_stacks`), in the flags' high half.
+    // The async context the thread runs in (`async_stacks`), in the flags above the truncation bit.
     flags |= u64::from(slot.async_context.load(Relaxed)) << CONTEXT_SHIFT;
     writer.commit(periods, before, flags);
 }
@@ -537,6 +537,9 @@ fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp
         // SAFETY: [at, at + 8) lies in [sp, high): the live part of this thread's stack.
         (at >= sp && at.is_multiple_of(8) && at.checked_add(8)? <= high).then(|| unsafe { *(at as *const usize) })
     };
+    // An OSR method's original (tier-0) frame: its return address at `slot`, and its saved RBP,
+    // the caller's frame pointer, just below.
+    let original_frame = |slot: usize| read(slot.wrapping_sub(8)).map(|saved| (slot, saved));
     let mut leaf = ip.is_some();
     let ip = ip.unwrap_or(0);
     let (mut code_ip, mut frame_sp, mut fp) = (ip, sp, fp);
@@ -554,9 +557,8 @@ fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp
             // just above the return address the callee was found by otherwise); the caller's
             // frame pointer is the original frame's saved RBP, just below the return address.
             (None, Some(Shape::Osr { ret, rbp })) => {
-                let slot = frame_sp.saturating_add(rbp as usize).saturating_add(ret as usize);
-                match read(slot.wrapping_sub(8)) {
-                    Some(saved) => (slot, saved),
+                match original_frame(frame_sp.saturating_add(rbp as usize).saturating_add(ret as usize)) {
+                    Some(found) => found,
                     None => return,
                 }
             }
@@ -567,9 +569,8 @@ fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp
             // the OSR method's frame is laid out from that very slot. (A tier-0 frame still in
             // its patchpoint call reads the same: its return address is there too.)
             (None, Some(Shape::Patchpoint(offset))) => {
-                let slot = frame_sp.wrapping_sub(8).saturating_add(offset as usize).saturating_sub(8);
-                match read(slot.wrapping_sub(8)) {
-                    Some(saved) => (slot, saved),
+                match original_frame(frame_sp.wrapping_sub(8).saturating_add(offset as usize).saturating_sub(8)) {
+                    Some(found) => found,
                     None => return,
                 }
             }
