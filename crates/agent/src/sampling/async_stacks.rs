@@ -70,7 +70,8 @@ struct State {
     next: u32,
     /// The task (or continuation) id an await waits for → its context.
     pending: HashMap<i32, u32>,
-    /// Insertion order of `pending`'s keys, to drop the oldest.
+    /// Insertion order of `pending`'s keys, to drop the oldest; keys resumed since stay until
+    /// the queue is compacted (at twice [`MAX_PENDING`]).
     order: std::collections::VecDeque<i32>,
     created: Vec<Created>,
     /// Contexts whose continuation completed (or that were dropped): freed by the next drain.
@@ -118,22 +119,34 @@ pub fn awaiting(task: i32) {
         }
         // Ids fit beside the sample's other flags (`ring::MAX_CONTEXT`); one wraps after 2^31
         // awaits, long after its context was freed.
-        s.next = (s.next + 1) % super::ring::MAX_CONTEXT;
-        s.next = s.next.max(1);
+        s.next = ((s.next + 1) % super::ring::MAX_CONTEXT).max(1);
         let id = s.next;
         s.created.push(Created { id, parent, frames });
-        if let Some(old) = s.pending.insert(task, id) {
-            s.retired.push(old);
+        s.pend(task, id);
+    });
+}
+
+impl State {
+    /// Context `id` waits for `task`'s continuation: a context that waited for the same task
+    /// before, or the oldest beyond [`MAX_PENDING`], is retired.
+    fn pend(&mut self, task: i32, id: u32) {
+        if let Some(old) = self.pending.insert(task, id) {
+            self.retired.push(old);
         } else {
-            s.order.push_back(task);
+            self.order.push_back(task);
         }
-        while s.pending.len() > MAX_PENDING {
-            let Some(oldest) = s.order.pop_front() else { break };
-            if let Some(old) = s.pending.remove(&oldest) {
-                s.retired.push(old);
+        while self.pending.len() > MAX_PENDING {
+            let Some(oldest) = self.order.pop_front() else { break };
+            if let Some(old) = self.pending.remove(&oldest) {
+                self.retired.push(old);
             }
         }
-    });
+        // Most awaits are resumed: without this the queue would grow by one key per await.
+        if self.order.len() > 2 * MAX_PENDING {
+            let pending = &self.pending;
+            self.order.retain(|task| pending.contains_key(task));
+        }
+    }
 }
 
 /// The continuation of `task` starts on this thread.
@@ -354,6 +367,24 @@ mod tests {
         let (mut path, mut offsets) = (vec![5, 6, 3, 8], vec![0; 4]);
         s.apply(10, &mut path, &mut offsets);
         assert_eq!(path, vec![5, 6, 3, 8]);
+    }
+
+    /// Awaits resumed one after another keep the queue of waiting tasks bounded; past
+    /// `MAX_PENDING` waiting ones, the oldest is dropped.
+    #[test]
+    fn waiting_tasks_stay_bounded() {
+        let mut s = State::default();
+        for task in 0..(5 * MAX_PENDING as i32) {
+            s.pend(task, task as u32 + 1);
+            s.pending.remove(&task); // resumed
+        }
+        assert!(s.order.len() <= 2 * MAX_PENDING + 1, "{}", s.order.len());
+        for task in 0..(MAX_PENDING as i32 + 3) {
+            s.pend(-task - 1, 7);
+        }
+        assert_eq!(s.pending.len(), MAX_PENDING);
+        assert!(!s.pending.contains_key(&-1) && s.pending.contains_key(&-4), "the oldest went first");
+        assert_eq!(s.retired.len(), 3);
     }
 
     #[test]
