@@ -13,17 +13,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::*;
 
-/// `source` (under tests/apps/native) built by `compiler` at -O2 with the hooks, into `dir`.
-fn build(dir: &Path, compiler: &str, source: &str, name: &str) -> PathBuf {
-    let exe = dir.join(name);
-    let out = Command::new(compiler)
-        .args(["-O2", "-finstrument-functions", "-pthread", "-o"])
-        .arg(&exe)
+/// `source` (under tests/apps/native) built by `compiler` at -O2 with the hooks into `out`, with
+/// `flags` (`-shared -fPIC` for a library, `-pthread`, `-ldl`).
+fn compile(compiler: &str, source: &str, out: &Path, flags: &[&str]) -> PathBuf {
+    let built = Command::new(compiler)
+        .args(["-O2", "-finstrument-functions", "-o"])
+        .arg(out)
         .arg(repo_file(&format!("tests/apps/native/{source}")))
+        .args(flags)
         .output()
         .unwrap_or_else(|e| panic!("{compiler} (the C/C++ compiler that comes with gcc): {e}"));
-    assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
-    exe
+    assert!(built.status.success(), "{compiler}: {}", String::from_utf8_lossy(&built.stderr));
+    out.to_path_buf()
+}
+
+/// The program `source` built by `compiler` as `dir/name`.
+fn build(dir: &Path, compiler: &str, source: &str, name: &str) -> PathBuf {
+    compile(compiler, source, &dir.join(name), &["-pthread"])
 }
 
 /// Records `exe` with `opts` (no mode: tracing is the default for it); its report.
@@ -129,13 +135,7 @@ fn mixed_app(dir: &Path) -> PathBuf {
     for file in ["Mixed.exe", "Mixed.runtimeconfig.json"] {
         std::fs::copy(built.with_file_name(file), dir.join(file)).expect("copy the app");
     }
-    let out = Command::new("gcc")
-        .args(["-O2", "-finstrument-functions", "-shared", "-fPIC", "-o"])
-        .arg(dir.join("libcodec.so"))
-        .arg(repo_file("tests/apps/native/codec.c"))
-        .output()
-        .expect("gcc");
-    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+    compile("gcc", "codec.c", &dir.join("libcodec.so"), &["-shared", "-fPIC"]);
     dir.join("Mixed.exe")
 }
 
@@ -247,23 +247,8 @@ fn uftrace_counts_the_same_calls() {
 #[test]
 fn dlopened_libraries_are_traced_too() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let plugin = dir.path().join("libplugin.so");
-    let out = Command::new("gcc")
-        .args(["-O2", "-finstrument-functions", "-shared", "-fPIC", "-o"])
-        .arg(&plugin)
-        .arg(repo_file("tests/apps/native/plugin.c"))
-        .output()
-        .expect("gcc");
-    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
-    let exe = dir.path().join("host");
-    let out = Command::new("gcc")
-        .args(["-O2", "-finstrument-functions", "-o"])
-        .arg(&exe)
-        .arg(repo_file("tests/apps/native/host.c"))
-        .arg("-ldl")
-        .output()
-        .expect("gcc");
-    assert!(out.status.success(), "gcc: {}", String::from_utf8_lossy(&out.stderr));
+    let plugin = compile("gcc", "plugin.c", &dir.path().join("libplugin.so"), &["-shared", "-fPIC"]);
+    let exe = compile("gcc", "host.c", &dir.path().join("host"), &["-ldl"]);
     let file = dir.path().join("host.sonde");
     let out = record(&file, &[], &[exe.into_os_string(), plugin.into_os_string()]);
     assert_eq!(out.code(), 0, "{}", out.describe());
