@@ -31,7 +31,9 @@ pub struct Verbosity {
 }
 
 /// Returns the exit code `sonde` should end with.
-pub fn record(args: RecordArgs, v: &Verbosity) -> Result<i32> {
+pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
+    // Decided once: telling an instrumented native program reads its executable.
+    args.mode_arg = Some(args.mode());
     if args.native_hooks && args.mode() != ModeArg::Tracing {
         anyhow::bail!("--native-hooks goes with --mode tracing (the native functions are traced through their hooks)");
     }

@@ -83,7 +83,7 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
     // Only then: a preloaded library is in every process the program starts too.
     let native = is_instrumented_native(&program[0]);
     if native || (config.native_hooks && config.mode == Mode::Tracing) {
-        command.env("LD_PRELOAD", prepend_list(agent.as_os_str(), std::env::var_os("LD_PRELOAD"), b' '));
+        command.env("LD_PRELOAD", prepend(agent.as_os_str(), std::env::var_os("LD_PRELOAD"), " "));
     }
     if native {
         command.env(config::ENV_NATIVE, "1");
@@ -96,17 +96,6 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
 pub fn is_instrumented_native(program: &str) -> bool {
     find_program(program)
         .is_some_and(|path| sonde_symbols::imports_any(&path, &["__cyg_profile_func_enter", "__cyg_profile_func_exit"]))
-}
-
-/// `first`, then the entries of `rest` (separated by `separator`), if any.
-fn prepend_list(first: &std::ffi::OsStr, rest: Option<OsString>, separator: u8) -> OsString {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let mut value = first.as_bytes().to_vec();
-    if let Some(rest) = rest.filter(|r| !r.is_empty()) {
-        value.push(separator);
-        value.extend_from_slice(rest.as_bytes());
-    }
-    OsString::from_vec(value)
 }
 
 /// `<agent's directory>/mono/`, holding `libmono-profiler-sonde.so` → the agent: found there, or
@@ -149,7 +138,7 @@ fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig, aot:
         ("CORECLR_PROFILER_PATH".into(), agent.as_os_str().to_owned()),
     ];
     if let Some(dir) = mono_dir {
-        env.push(("LD_LIBRARY_PATH".into(), prepend_path(dir, std::env::var_os("LD_LIBRARY_PATH"))));
+        env.push(("LD_LIBRARY_PATH".into(), prepend(dir.as_os_str(), std::env::var_os("LD_LIBRARY_PATH"), ":")));
         env.push((
             "MONO_ENV_OPTIONS".into(),
             append_option(std::env::var_os("MONO_ENV_OPTIONS"), &mono_options(config, aot)),
@@ -196,12 +185,12 @@ fn has_aot_image(command: &[String]) -> bool {
         })
 }
 
-/// `dir:existing`, or `dir` alone when there is nothing (an empty entry would mean the current
-/// directory to the dynamic loader).
-fn prepend_path(dir: &Path, existing: Option<OsString>) -> OsString {
-    let mut value = dir.as_os_str().to_owned();
+/// `first`, `separator`, `existing` — or `first` alone when there is nothing (an empty entry of
+/// `LD_LIBRARY_PATH` would mean the current directory to the dynamic loader).
+fn prepend(first: &std::ffi::OsStr, existing: Option<OsString>, separator: &str) -> OsString {
+    let mut value = first.to_owned();
     if let Some(existing) = existing.filter(|e| !e.is_empty()) {
-        value.push(":");
+        value.push(separator);
         value.push(existing);
     }
     value
@@ -292,9 +281,11 @@ mod tests {
     #[test]
     fn paths_and_options_are_added_to_what_was_there() {
         let dir = Path::new("/tmp/s/mono");
-        assert_eq!(prepend_path(dir, None), "/tmp/s/mono");
-        assert_eq!(prepend_path(dir, Some("".into())), "/tmp/s/mono");
-        assert_eq!(prepend_path(dir, Some("/a:/b".into())), "/tmp/s/mono:/a:/b");
+        let dir = dir.as_os_str();
+        assert_eq!(prepend(dir, None, ":"), "/tmp/s/mono");
+        assert_eq!(prepend(dir, Some("".into()), ":"), "/tmp/s/mono");
+        assert_eq!(prepend(dir, Some("/a:/b".into()), ":"), "/tmp/s/mono:/a:/b");
+        assert_eq!(prepend(dir, Some("/x/libx.so".into()), " "), "/tmp/s/mono /x/libx.so");
         assert_eq!(append_option(None, MONO_OPTION), "--profile=sonde");
         assert_eq!(append_option(Some("--debug".into()), MONO_OPTION), "--debug --profile=sonde");
         let mut config = AgentConfig { mode: Mode::Tracing, ..AgentConfig::default() };
