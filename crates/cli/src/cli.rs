@@ -172,6 +172,13 @@ pub struct RecordArgs {
     /// is preloaded into the program: docs/NATIVE.md).
     #[arg(long = "native-hooks")]
     pub native_hooks: bool,
+    /// Tracing mode, instrumented native code: also keep a call trace, each thread's latest
+    /// EVENTS enter and exit events in order with their times (default 65536, rounded up to a
+    /// power of two; 16 bytes each). Shown as a timeline by `--format html` and `--format chrome`
+    /// (docs/NATIVE.md).
+    #[arg(long = "call-trace", value_name = "EVENTS", num_args = 0..=1, default_missing_value = "65536",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(sonde_protocol::config::MAX_CALL_TRACE_EVENTS)))]
+    pub call_trace: Option<u32>,
     /// Sampling mode on CoreCLR: stitch async call stacks, so the code after an `await` is shown
     /// under the stack that awaited it (from the runtime's task events; costs about a
     /// microsecond per await, see docs/ASYNC.md). Off by default.

@@ -30,12 +30,32 @@ pub struct Verbosity {
     pub verbose: u8,
 }
 
+/// `--call-trace` records instrumented native code's calls, with their times.
+fn check_call_trace(args: &RecordArgs) -> Result<()> {
+    if args.mode() != ModeArg::Tracing {
+        anyhow::bail!("--call-trace goes with --mode tracing (it records the calls the hooks see)");
+    }
+    if args.timing == TimingArg::Sampled {
+        anyhow::bail!("--call-trace goes with --timing exact (each of its events carries its time)");
+    }
+    let native = args.command.first().is_some_and(|p| launch::is_instrumented_native(p));
+    if !native && !args.native_hooks {
+        anyhow::bail!(
+            "--call-trace records instrumented native code: a program built with -finstrument-functions, or a .NET program with --native-hooks"
+        );
+    }
+    Ok(())
+}
+
 /// Returns the exit code `sonde` should end with.
 pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     // Decided once: telling an instrumented native program reads its executable.
     args.mode_arg = Some(args.mode());
     if args.native_hooks && args.mode() != ModeArg::Tracing {
         anyhow::bail!("--native-hooks goes with --mode tracing (the native functions are traced through their hooks)");
+    }
+    if args.call_trace.is_some() {
+        check_call_trace(&args)?;
     }
     if args.async_stacks && args.mode() == ModeArg::Tracing {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
@@ -193,6 +213,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         alloc_exact: exact,
         async_stacks: args.async_stacks,
         native_hooks: args.native_hooks,
+        call_trace: args.call_trace.unwrap_or(0),
         // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
         alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
             .ok()

@@ -146,6 +146,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         nodes: node_events,
         loading: snapshot.loading.clone(),
         timeline: snapshot.timeline.clone(),
+        call_trace: snapshot.call_trace.clone(),
     };
     let sources = crate::sources::resolve(session.methods.values(), &snapshot.lines, &node_offsets);
     // session.methods is a BTreeMap: ascending ids, as the profile wants them.

@@ -47,6 +47,7 @@ impl Options {
                 alloc_exact: false,
                 async_stacks: false,
                 native_hooks: false,
+                call_trace: 0,
             },
             program_output: true,
             verbose: false,

@@ -34,6 +34,7 @@
 //! | `instantiations` | `Profile::instantiations` ([`crate::model::Instantiation`]: generic type arguments) | version 2 |
 //! | `framework` | `Profile::framework` (ids of managed framework methods, `crate::origin`) | version 2 |
 //! | `node_lines` | `Sources::node_lines` ([`crate::model::NodeLine`]: each node's samples by line) | version 2 |
+//! | `call_trace` | `RuntimeEvents::call_trace` ([`crate::trace::CallTrace`]: each thread's latest calls) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -174,6 +175,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if events.timeline != Default::default() {
         list.push(("timeline".to_string(), encode(&events.timeline)));
     }
+    if !events.call_trace.threads.is_empty() {
+        list.push(("call_trace".to_string(), encode(&events.call_trace)));
+    }
     if profile.sources != Default::default() {
         list.push(("sources".to_string(), encode(&profile.sources)));
     }
@@ -204,6 +208,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
             "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
+            "call_trace" => profile.events.call_trace = postcard::from_bytes(bytes)?,
             "sources" => {
                 // Its own extension carries `node_lines` (read before or after this one).
                 let node_lines = std::mem::take(&mut profile.sources.node_lines);

@@ -17,6 +17,7 @@ pub mod file;
 pub mod model;
 pub mod names;
 pub mod origin;
+pub mod trace;
 pub mod view;
 
 #[cfg(test)]
@@ -33,3 +34,4 @@ pub use model::{
     TimelineEvent, TimelineKind, Timing,
 };
 pub use names::{Kind, display_name};
+pub use trace::{CallTrace, ThreadTrace, TraceEvent, TracedCall};

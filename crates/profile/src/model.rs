@@ -325,6 +325,10 @@ pub struct RuntimeEvents {
     /// extension); collections and module loads carry their own times.
     #[serde(skip)]
     pub timeline: Timeline,
+    /// Each traced thread's latest calls in order (`--call-trace`; the file's `call_trace`
+    /// extension).
+    #[serde(skip)]
+    pub call_trace: crate::trace::CallTrace,
 }
 
 /// Timestamped events for a timeline of the run: the first [`Timeline::MAX_EVENTS`].
@@ -582,6 +586,8 @@ pub enum InvalidProfile {
     FrameworkOutOfOrder { methods: usize },
     #[error("generic instantiations name method {method} of {methods}, or are out of order")]
     InstantiationsOutOfOrder { method: u32, methods: usize },
+    #[error("the call trace names method {method} of {methods}")]
+    TraceMethodOutOfRange { method: u32, methods: usize },
 }
 
 impl Profile {
@@ -630,6 +636,10 @@ impl Profile {
                 return Err(InvalidProfile::InstantiationsOutOfOrder { method: i.method, methods: self.methods.len() });
             }
             previous = Some(i.method);
+        }
+        let traced = self.events.call_trace.threads.iter().flat_map(|t| &t.events);
+        if let Some(e) = traced.into_iter().find(|e| e.method as usize >= self.methods.len()) {
+            return Err(InvalidProfile::TraceMethodOutOfRange { method: e.method, methods: self.methods.len() });
         }
         self.validate_sources()
     }

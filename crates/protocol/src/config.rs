@@ -53,6 +53,13 @@ pub const ENV_NATIVE: &str = "SONDE_NATIVE";
 pub const ENV_NATIVE_HOOKS: &str = "SONDE_NATIVE_HOOKS";
 /// `1`: stitch async call stacks (`sonde record --async`; CoreCLR sampling, docs/ASYNC.md).
 pub const ENV_ASYNC: &str = "SONDE_ASYNC";
+/// Keep a call trace of instrumented native code: the latest N enter/exit events per thread
+/// (`sonde record --call-trace[=N]`; docs/NATIVE.md).
+pub const ENV_CALL_TRACE: &str = "SONDE_CALL_TRACE";
+/// The events per thread `--call-trace` keeps when no number is given.
+pub const DEFAULT_CALL_TRACE_EVENTS: u32 = 65_536;
+/// The most events per thread a call trace can keep (16 bytes each).
+pub const MAX_CALL_TRACE_EVENTS: u32 = 1 << 24;
 
 /// Every variable the agent reads, so the controller can clear stale values.
 pub const ALL_VARS: &[&str] = &[
@@ -70,6 +77,7 @@ pub const ALL_VARS: &[&str] = &[
     ENV_ASYNC,
     ENV_NATIVE,
     ENV_NATIVE_HOOKS,
+    ENV_CALL_TRACE,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing
@@ -168,6 +176,8 @@ pub enum ConfigError {
     UnknownEvent(String),
     #[error("{ENV_ALLOC_SAMPLE_BYTES}: not a positive number: `{0}`")]
     BadAllocSampleBytes(String),
+    #[error("{ENV_CALL_TRACE}: not a number of events from 1 to {MAX_CALL_TRACE_EVENTS}: `{0}`")]
+    BadCallTrace(String),
     #[error("the attach command's client data is not a Sonde configuration")]
     BadClientData,
 }
@@ -215,6 +225,8 @@ pub struct AgentConfig {
     pub async_stacks: bool,
     /// Preload the agent into .NET programs for instrumented native libraries ([`ENV_NATIVE_HOOKS`]).
     pub native_hooks: bool,
+    /// Events per thread of the native call trace; 0: none ([`ENV_CALL_TRACE`]).
+    pub call_trace: u32,
 }
 
 impl Default for AgentConfig {
@@ -235,6 +247,7 @@ impl Default for AgentConfig {
             alloc_exact: false,
             async_stacks: false,
             native_hooks: false,
+            call_trace: 0,
         }
     }
 }
@@ -257,6 +270,9 @@ impl AgentConfig {
         }
         if self.native_hooks {
             env.push((ENV_NATIVE_HOOKS, "1".to_string()));
+        }
+        if self.call_trace != 0 {
+            env.push((ENV_CALL_TRACE, self.call_trace.to_string()));
         }
         if self.alloc_sample_bytes != DEFAULT_ALLOC_SAMPLE_BYTES {
             env.push((ENV_ALLOC_SAMPLE_BYTES, self.alloc_sample_bytes.to_string()));
@@ -364,6 +380,12 @@ impl AgentConfig {
         config.mono_catches = get(ENV_MONO_CATCHES).is_some_and(|v| v == "1");
         config.async_stacks = get(ENV_ASYNC).is_some_and(|v| v == "1");
         config.native_hooks = get(ENV_NATIVE_HOOKS).is_some_and(|v| v == "1");
+        if let Some(events) = get(ENV_CALL_TRACE) {
+            config.call_trace = match events.parse() {
+                Ok(n) if (1..=MAX_CALL_TRACE_EVENTS).contains(&n) => n,
+                _ => return Err(ConfigError::BadCallTrace(events)),
+            };
+        }
         if let Some(list) = get(ENV_EVENTS) {
             config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
         }
@@ -411,6 +433,7 @@ mod tests {
             alloc_exact: true,
             async_stacks: true,
             native_hooks: true,
+            call_trace: 1000,
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

@@ -164,6 +164,14 @@ mod tests {
                 }],
             },
             lines: vec![LineRecord { method: 0, il_offset: 12, self_samples: 3, total_samples: 5 }],
+            call_trace: sonde_profile::CallTrace {
+                events_per_thread: 8,
+                threads: vec![sonde_profile::ThreadTrace {
+                    os_tid: 42,
+                    overwritten: 1,
+                    events: vec![sonde_profile::TraceEvent { ns: 3, method: 0, depth: 1, exit: true }],
+                }],
+            },
         })
     }
 

@@ -13,7 +13,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -190,6 +190,8 @@ pub struct Snapshot {
     pub loading: Loading,
     /// The timeline's events so far.
     pub timeline: Timeline,
+    /// What each thread's call-trace ring holds now (`--call-trace`; empty without one).
+    pub call_trace: sonde_profile::CallTrace,
     /// Sampling mode: samples by method and IL offset so far, where the runtime maps the code
     /// back to IL (managed frames).
     pub lines: Vec<LineRecord>,

@@ -13,10 +13,16 @@
 //! * Timestamps are microseconds from the agent's start, with three decimals (nanoseconds);
 //!   `displayTimeUnit` is `ns`.
 //!
+//! * With a call trace (`sonde record --call-trace`, instrumented native code), each traced
+//!   call on its thread's track as a complete event named by its function, nested by time;
+//!   `args.depth` is its depth, and a call cut by the trace's window says so
+//!   (`entered_before_trace`: its start is the trace's first event; `still_running`: its end is
+//!   the last).
+//!
 //! What goes on the timeline is what the agent timestamps (`docs/EVENTS.md`): collections,
 //! module loads, throws and compilations — the first 65,536 of the last two (a `metadata`
-//! entry says how many were left out). Samples and calls have no times in a profile (it keeps
-//! trees, not event logs), so there are no stacks on this timeline.
+//! entry says how many were left out) — and the call trace's calls. Samples and other calls
+//! have no times in a profile (it keeps trees, not event logs).
 
 use std::io::{self, BufWriter, Write};
 
@@ -91,12 +97,36 @@ impl Renderer for ChromeRenderer {
             };
             event(&mut out, value)?;
         }
+        for thread in &events.call_trace.threads {
+            for call in thread.calls() {
+                let mut args = serde_json::json!({"depth": call.depth});
+                if call.entered_before {
+                    args["entered_before_trace"] = true.into();
+                }
+                if call.still_open {
+                    args["still_running"] = true.into();
+                }
+                event(
+                    &mut out,
+                    serde_json::json!({
+                        "name": profile.display_name(call.method), "cat": "call", "ph": "X", "pid": pid,
+                        "tid": thread.os_tid, "ts": micros(call.start_ns),
+                        "dur": micros(call.end_ns - call.start_ns), "args": args,
+                    }),
+                )?;
+            }
+        }
         out.write_all(b"],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":")?;
-        let metadata = serde_json::json!({
+        let mut metadata = serde_json::json!({
             "exporter": "sonde",
             "runtime": format!("{} {}", run.runtime.kind, run.runtime.version),
             "timeline_events_dropped": events.timeline.dropped,
         });
+        if !events.call_trace.threads.is_empty() {
+            let trace = &events.call_trace;
+            metadata["call_trace_events_per_thread"] = trace.events_per_thread.into();
+            metadata["call_trace_events_overwritten"] = trace.threads.iter().map(|t| t.overwritten).sum::<u64>().into();
+        }
         serde_json::to_writer(&mut out, &metadata).map_err(io::Error::from)?;
         out.write_all(b"}\n")?;
         out.flush()

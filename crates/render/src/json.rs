@@ -168,6 +168,25 @@ impl Renderer for JsonRenderer {
                     count: a.count,
                 })
             }),
+            call_trace: (!profile.events.call_trace.threads.is_empty()).then(|| CallTraceView {
+                events_per_thread: profile.events.call_trace.events_per_thread,
+                threads: Seq(|| {
+                    profile.events.call_trace.threads.iter().map(|t| TracedThreadView {
+                        os_tid: t.os_tid,
+                        events_overwritten: t.overwritten,
+                        calls: Seq(move || {
+                            t.calls().into_iter().map(|c| TracedCallView {
+                                method: c.method,
+                                depth: c.depth,
+                                start_ns: c.start_ns,
+                                end_ns: c.end_ns,
+                                entered_before_trace: c.entered_before,
+                                still_running: c.still_open,
+                            })
+                        }),
+                    })
+                }),
+            }),
         };
         let mut out = BufWriter::new(out);
         let mut ser = serde_json::Serializer::with_formatter(&mut out, LineFormatter::default());
@@ -178,7 +197,7 @@ impl Renderer for JsonRenderer {
 }
 
 #[derive(Serialize)]
-struct Report<'a, T, M, N, E, C, A, L> {
+struct Report<'a, T, M, N, E, C, A, L, X> {
     schema: &'static str,
     mode: &'static str,
     timing: Option<&'static str>,
@@ -207,6 +226,31 @@ struct Report<'a, T, M, N, E, C, A, L> {
     modules: L,
     allocation_sampling: &'static str,
     allocations: A,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_trace: Option<CallTraceView<X>>,
+}
+
+#[derive(Serialize)]
+struct CallTraceView<X> {
+    events_per_thread: u32,
+    threads: X,
+}
+
+#[derive(Serialize)]
+struct TracedThreadView<C> {
+    os_tid: u32,
+    events_overwritten: u64,
+    calls: C,
+}
+
+#[derive(Serialize)]
+struct TracedCallView {
+    method: u32,
+    depth: u32,
+    start_ns: u64,
+    end_ns: u64,
+    entered_before_trace: bool,
+    still_running: bool,
 }
 
 #[derive(Serialize)]

@@ -6,7 +6,7 @@
 use crate::tree::calltree::{NO_METHOD, ROOT};
 use crate::tree::clock;
 use crate::tree::threads::{self, ThreadState};
-use sonde_profile::{LostSamples, NodeEvents};
+use sonde_profile::{CallTrace, LostSamples, NodeEvents, ThreadTrace, TraceEvent};
 use sonde_protocol::{HookCost, MethodRecord, NodeRecord, Snapshot, ThreadSnapshot};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -59,6 +59,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         std::mem::take(&mut events.loading),
         std::mem::take(&mut events.timeline),
     );
+    let call_trace = call_trace(&threads, ns_per_tick);
     let mut lost = 0;
     let threads = threads
         .iter()
@@ -87,8 +88,34 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         allocations,
         loading,
         timeline,
+        call_trace,
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
     }
+}
+
+/// What every thread's call-trace ring holds (`--call-trace`).
+fn call_trace(threads: &[std::sync::Arc<ThreadState>], ns_per_tick: f64) -> CallTrace {
+    let size = crate::tree::trace::size();
+    if size == 0 {
+        return CallTrace::default();
+    }
+    let threads = threads
+        .iter()
+        .filter_map(|t| {
+            let (overwritten, events) = t.trace()?.read();
+            let events = events
+                .iter()
+                .map(|e| TraceEvent {
+                    ns: clock::tick_to_elapsed_ns(e.tick, ns_per_tick),
+                    method: e.method,
+                    depth: e.depth,
+                    exit: e.exit,
+                })
+                .collect();
+            Some(ThreadTrace { os_tid: t.os_tid, overwritten, events })
+        })
+        .collect();
+    CallTrace { events_per_thread: size, threads }
 }
 
 /// The record of a node stored as its index + 1 (0: none): node `n` is record `n - 1`. None for

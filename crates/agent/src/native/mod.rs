@@ -21,6 +21,8 @@
 use crate::log::log;
 use crate::session::{self, RuntimeId};
 use crate::tree::methods::methods;
+use crate::tree::calltree::CallTree;
+use crate::tree::trace::Ring;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Timing};
 use std::ffi::c_void;
@@ -134,17 +136,22 @@ fn tick(timed: bool) -> u64 {
 const EXCLUDED: u32 = u32::MAX;
 
 fn enter(function: usize, sp: usize, timed: bool) {
-    let tree = &threads::current().tree;
+    let state = threads::current();
+    let (tree, ring) = (&state.tree, state.trace_ring());
     let entered = with_thread(|thread| {
         let id = method_id(&mut thread.ids, function);
         if id == EXCLUDED {
             return;
         }
-        close_gone(&mut thread.shadow, sp, tree, timed);
+        close_gone(&mut thread.shadow, sp, tree, ring, timed);
         if thread.shadow.len() < MAX_SHADOW {
             thread.shadow.push((function, id, sp));
         }
-        tree.enter(id, tick(timed));
+        let tick = tick(timed);
+        tree.enter(id, tick);
+        if let Some(ring) = ring {
+            ring.push(tick, id, thread.shadow.len() as u32, false);
+        }
     });
     if entered.is_none() {
         let id = method_id(&mut Default::default(), function);
@@ -155,15 +162,15 @@ fn enter(function: usize, sp: usize, timed: bool) {
 }
 
 fn exit(function: usize, sp: usize, timed: bool) {
-    let tree = &threads::current().tree;
+    let state = threads::current();
+    let (tree, ring) = (&state.tree, state.trace_ring());
     let exited = with_thread(|thread| {
-        close_gone(&mut thread.shadow, sp, tree, timed);
+        close_gone(&mut thread.shadow, sp, tree, ring, timed);
         // The call this exit ends, and any left above it without their exits (an excluded
         // function is never on the shadow stack).
         let Some(at) = thread.shadow.iter().rposition(|&(f, _, _)| f == function) else { return };
         while thread.shadow.len() > at {
-            let Some((_, id, _)) = thread.shadow.pop() else { break };
-            tree.leave(id, tick(timed));
+            leave_top(&mut thread.shadow, tree, ring, tick(timed));
         }
     });
     if exited.is_none() {
@@ -174,15 +181,22 @@ fn exit(function: usize, sp: usize, timed: bool) {
     }
 }
 
+/// Ends the innermost call of the shadow stack at `tick`.
+#[inline(always)]
+fn leave_top(shadow: &mut Vec<(usize, u32, usize)>, tree: &CallTree, ring: Option<&Ring>, tick: u64) {
+    let depth = shadow.len() as u32;
+    let Some((_, id, _)) = shadow.pop() else { return };
+    tree.leave(id, tick);
+    if let Some(ring) = ring {
+        ring.push(tick, id, depth, true);
+    }
+}
+
 /// Closes the calls whose frames are gone: entered with a stack pointer below `sp` (the stack
 /// grows down), so the thread has returned past them without their exit hooks (`longjmp`).
-fn close_gone(shadow: &mut Vec<(usize, u32, usize)>, sp: usize, tree: &crate::tree::calltree::CallTree, timed: bool) {
-    while let Some(&(_, id, entered)) = shadow.last() {
-        if entered >= sp {
-            break;
-        }
-        shadow.pop();
-        tree.leave(id, tick(timed));
+fn close_gone(shadow: &mut Vec<(usize, u32, usize)>, sp: usize, tree: &CallTree, ring: Option<&Ring>, timed: bool) {
+    while shadow.last().is_some_and(|&(_, _, entered)| entered < sp) {
+        leave_top(shadow, tree, ring, tick(timed));
     }
 }
 
@@ -238,7 +252,10 @@ fn decide() -> u8 {
     if let Some(session) = session::get() {
         // A runtime's session: its trees, in tracing mode only (sampling sees native frames).
         return match (session.config.mode, session.config.timing) {
-            (Mode::Tracing, Timing::Exact) => ON_TIMED,
+            (Mode::Tracing, Timing::Exact) => {
+                start_call_trace(session.config.call_trace);
+                ON_TIMED
+            }
             (Mode::Tracing, Timing::Sampled) => ON_UNTIMED,
             (Mode::Sampling, _) => OFF,
         };
@@ -256,6 +273,7 @@ fn decide() -> u8 {
         }
         session::start_sampled_timing(config)?;
         if config.timing == Timing::Exact {
+            start_call_trace(config.call_trace);
             crate::calibration::use_probe(&COST_PROBE);
             let cost = COST_PROBE.measure();
             log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
@@ -267,6 +285,15 @@ fn decide() -> u8 {
         Ok(session) if session.config.timing == Timing::Exact => ON_TIMED,
         Ok(_) => ON_UNTIMED,
         Err(_) => OFF,
+    }
+}
+
+/// Keeps a call trace of `events` per thread, if asked (exact timing only: the controller refuses
+/// `--call-trace` with sampled timing, whose hooks read no clock).
+fn start_call_trace(events: u32) {
+    if events > 0 {
+        let size = crate::tree::trace::enable(events);
+        log!("call trace: the latest {size} events per thread");
     }
 }
 

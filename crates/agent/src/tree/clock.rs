@@ -62,6 +62,11 @@ pub fn elapsed_ns() -> u64 {
     epoch().instant.elapsed().as_nanos() as u64
 }
 
+/// A tick read by [`ticks`] as nanoseconds since start-up (0 for one read before it).
+pub fn tick_to_elapsed_ns(tick: u64, ns_per_tick: f64) -> u64 {
+    ticks_to_ns(tick.saturating_sub(epoch().tick), ns_per_tick)
+}
+
 /// Ticks → nanoseconds.
 pub fn ticks_to_ns(ticks: u64, ns_per_tick: f64) -> u64 {
     (ticks as f64 * ns_per_tick) as u64

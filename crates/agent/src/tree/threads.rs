@@ -57,6 +57,8 @@ pub struct ThreadState {
     /// The aggregate of ended threads ([`fold_ended`]): how many, and their wall time together.
     merged_threads: AtomicU64,
     merged_wall_ns: AtomicU64,
+    /// The thread's call-trace ring (`--call-trace`), made at its first traced call.
+    trace: std::sync::OnceLock<Box<super::trace::Ring>>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -340,7 +342,24 @@ impl ThreadState {
             start_time: if os_tid == 0 { 0 } else { start_time(os_tid).unwrap_or(0) },
             merged_threads: AtomicU64::new(0),
             merged_wall_ns: AtomicU64::new(0),
+            trace: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The thread's call-trace ring, made on first use; `None` without a call trace. Called on the
+    /// thread's own hooks only (its ring has one writer).
+    #[inline(always)]
+    pub fn trace_ring(&self) -> Option<&super::trace::Ring> {
+        let size = super::trace::size();
+        if size == 0 {
+            return None;
+        }
+        Some(self.trace.get_or_init(|| Box::new(super::trace::Ring::new(size))))
+    }
+
+    /// The ring, if the thread has one (snapshots).
+    pub fn trace(&self) -> Option<&super::trace::Ring> {
+        self.trace.get().map(|r| &**r)
     }
 
     /// The aggregate of folded threads: ended from the start, its CPU times the sum of theirs.

@@ -84,6 +84,17 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         ],
         dropped: 3,
     };
+    profile.events.call_trace = crate::trace::CallTrace {
+        events_per_thread: 4,
+        threads: vec![crate::trace::ThreadTrace {
+            os_tid: 7,
+            overwritten: 9,
+            events: vec![
+                crate::trace::TraceEvent { ns: 100, method: 1, depth: 1, exit: false },
+                crate::trace::TraceEvent { ns: 150, method: 1, depth: 1, exit: true },
+            ],
+        }],
+    };
     let at = |line| SourceLine { file: 0, line };
     profile.sources = Sources {
         files: vec!["/src/App/Math.cs".into()],
