@@ -10,6 +10,7 @@
 //   SONDE_HTML_EDGE      optional: reports that must merely load cleanly (empty, absurd figures)
 //   SONDE_HTML_EVENTS    reports of recordings with the runtime's events: Alloc.exe's `alloc`
 //                        (file name alloc.html) and `contend` (contend.html)
+//   SONDE_HTML_CALLS     a report of tests/apps/native/calls.c recorded with --call-trace=4096
 //   SONDE_TEST_ARTIFACTS where screenshots go (default: target/test-artifacts)
 //
 // By hand: `node --test tests/js/html-report.test.mjs` with those variables set.
@@ -426,6 +427,23 @@ test("the runtime's events: Memory, Lock waits and Timeline", { timeout: TIMEOUT
   }
 });
 
+test("a call trace: each thread's calls on the timeline", { timeout: TIMEOUT }, async () => {
+  const [file] = reports('SONDE_HTML_CALLS', true);
+  const { page, trouble } = await open(file);
+  await exerciseTimeline(page);
+  assert.match(await page.$eval('#tl-info', (e) => e.textContent), /call trace: the latest 4,096 events per thread/);
+  // Row 0 is the collector's (empty: no runtime); then the first thread's calls, one row per
+  // depth: its outermost call, then the calls it made.
+  assert.match((await timelineTipOnRow(page, 1)) || '', /calls!(main|worker).*call at depth 1/s, 'no outermost call under the pointer');
+  assert.match((await timelineTipOnRow(page, 2)) || '', /calls!\w+.*call at depth 2.*Duration/s, 'no call at depth 2 under the pointer');
+  const labels = (await page.$eval('#timeline', (c) => c.dataset.rows)).split('\n');
+  assert.ok(labels.filter((l) => l.endsWith(' calls')).length >= 5, `a block of rows per thread (main and 4 workers): ${labels}`);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'html-report-call-trace.png'), fullPage: true });
+  await assertClean(page, trouble);
+  await page.close();
+});
+
 test('hostile names are shown as text and run nothing', { timeout: TIMEOUT }, async () => {
   const [file] = reports('SONDE_HTML_NASTY', true);
   const { page, trouble } = await open(file);
@@ -466,6 +484,8 @@ test('hostile names are shown as text and run nothing', { timeout: TIMEOUT }, as
   await page.click('#tab-timeline');
   assert.deepEqual(await page.$$eval('#exception-table tbody td:first-child', (c) => c.map((x) => x.textContent)), [NASTY.exception]);
   assert.match((await timelineTipOnRow(page, 3)) || '', /alert\(10\)/, 'no throw under the pointer on the fourth row');
+  assert.ok(((await timelineTipOnRow(page, 4)) || '').includes(NASTY.methods[1]), 'no call under the pointer on the fifth row');
+  assert.ok(((await timelineTipOnRow(page, 5)) || '').includes(NASTY.methods[2]), 'no call under the pointer on the sixth row');
   await page.click('#tab-cpu');
 
   const dom = await page.evaluate(() => ({

@@ -15,9 +15,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sonde_profile::{
-    AllocSampling, AllocationCount, Allocations, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading,
-    Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, Timeline,
-    TimelineEvent, TimelineKind, Timing,
+    AllocSampling, AllocationCount, Allocations, CallTrace, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary,
+    Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, ThreadTrace,
+    Timeline, TimelineEvent, TimelineKind, Timing, TraceEvent,
 };
 use support::*;
 
@@ -192,6 +192,20 @@ fn nasty_events() -> RuntimeEvents {
             ],
             dropped: 0,
         },
+        // Hostile method names on the call trace's rows (the fifth and sixth).
+        call_trace: CallTrace {
+            events_per_thread: 8,
+            threads: vec![ThreadTrace {
+                os_tid: 4242,
+                overwritten: 0,
+                events: vec![
+                    TraceEvent { ns: 100_000, method: 2, depth: 1, exit: false },
+                    TraceEvent { ns: 200_000, method: 3, depth: 2, exit: false },
+                    TraceEvent { ns: 400_000, method: 3, depth: 2, exit: true },
+                    TraceEvent { ns: 900_000, method: 2, depth: 1, exit: true },
+                ],
+            }],
+        },
     }
 }
 
@@ -299,6 +313,12 @@ fn html_report_in_a_real_browser() {
     let out = record(&lines_file, &["--rate", "1000"], &lines_app);
     assert_eq!(out.code(), 0, "{}", out.describe());
     let lines = render_html(&lines_file);
+    // A call trace: calls.c built with the hooks, each thread's latest 4,096 events.
+    let calls_exe = compile_native("gcc", "calls.c", &dir.path().join("calls"), &["-pthread"]);
+    let calls_file = dir.path().join("call-trace.sonde");
+    let out = record(&calls_file, &["--call-trace=4096"], &[calls_exe.into()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let call_trace = render_html(&calls_file);
     let source = std::fs::read_to_string(root.join("tests/apps/Lines.cs")).expect("Lines.cs");
     let hot = source.lines().position(|l| l.trim_end().ends_with("// HOT")).expect("a // HOT line") + 1;
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artifacts");
@@ -319,6 +339,7 @@ fn html_report_in_a_real_browser() {
         .env("SONDE_HTML_EDGE", &edge)
         .env("SONDE_HTML_EVENTS", &events)
         .env("SONDE_HTML_LINES", &lines)
+        .env("SONDE_HTML_CALLS", &call_trace)
         .env("SONDE_HTML_LINES_HOT", hot.to_string())
         .env("SONDE_TEST_ARTIFACTS", &artifacts)
         .stdin(Stdio::null())

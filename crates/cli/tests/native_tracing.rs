@@ -8,28 +8,15 @@
 mod support;
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::*;
 
-/// `source` (under tests/apps/native) built by `compiler` at -O2 with the hooks into `out`, with
-/// `flags` (`-shared -fPIC` for a library, `-pthread`, `-ldl`).
-fn compile(compiler: &str, source: &str, out: &Path, flags: &[&str]) -> PathBuf {
-    let built = Command::new(compiler)
-        .args(["-O2", "-finstrument-functions", "-o"])
-        .arg(out)
-        .arg(repo_file(&format!("tests/apps/native/{source}")))
-        .args(flags)
-        .output()
-        .unwrap_or_else(|e| panic!("{compiler} (the C/C++ compiler that comes with gcc): {e}"));
-    assert!(built.status.success(), "{compiler}: {}", String::from_utf8_lossy(&built.stderr));
-    out.to_path_buf()
-}
-
 /// The program `source` built by `compiler` as `dir/name`.
 fn build(dir: &Path, compiler: &str, source: &str, name: &str) -> PathBuf {
-    compile(compiler, source, &dir.join(name), &["-pthread"])
+    compile_native(compiler, source, &dir.join(name), &["-pthread"])
 }
 
 /// Records `exe` with `opts` (no mode: tracing is the default for it); its report.
@@ -135,18 +122,20 @@ fn mixed_app(dir: &Path) -> PathBuf {
     for file in ["Mixed.exe", "Mixed.runtimeconfig.json"] {
         std::fs::copy(built.with_file_name(file), dir.join(file)).expect("copy the app");
     }
-    compile("gcc", "codec.c", &dir.join("libcodec.so"), &["-shared", "-fPIC"]);
+    compile_native("gcc", "codec.c", &dir.join("libcodec.so"), &["-shared", "-fPIC"]);
     dir.join("Mixed.exe")
 }
 
 /// Traced, a managed method that calls an instrumented library through P/Invoke has the
 /// library's functions as its children, with exact counts, on both runtimes: the preloaded
-/// agent's hooks join the runtime's trees.
+/// agent's hooks join the runtime's trees. The call trace holds the native calls, their depth
+/// counted from the outermost native one.
 fn mixed_trees(rt: Runtime) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let exe = mixed_app(dir.path());
     let file = dir.path().join("mixed.sonde");
-    let out = record(&file, &["--mode", "tracing", "--native-hooks"], &[rt.host().into(), exe.into_os_string()]);
+    let opts = ["--mode", "tracing", "--native-hooks", "--call-trace"];
+    let out = record(&file, &opts, &[rt.host().into(), exe.into_os_string()]);
     assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
     assert!(out.stdout_str().contains("done"), "{}", out.describe());
     let report = report_json(&file);
@@ -158,6 +147,14 @@ fn mixed_trees(rt: Runtime) {
     assert_eq!(sum_calls(&edges, "compress_block", Some(&compress)), 10, "{rt:?}: {edges:?}");
     assert_eq!(sum_calls(&edges, "huff_encode", Some("compress_block")), 40, "{rt:?}: {edges:?}");
     assert_eq!(sum_calls(&edges, "checksum", Some("compress_block")), 10, "{rt:?}: {edges:?}");
+    let traced: Vec<(String, u64)> =
+        traced_calls(&report).into_values().flatten().map(|c| (c.0, c.1)).filter(|c| !c.0.contains('.')).collect();
+    let count = |name: &str, depth: u64| traced.iter().filter(|c| c.0 == name && c.1 == depth).count();
+    assert_eq!(
+        (count("compress_block", 1), count("huff_encode", 2), count("checksum", 2), traced.len()),
+        (10, 40, 10, 60),
+        "{rt:?}: {traced:?}"
+    );
 }
 
 #[test]
@@ -247,8 +244,8 @@ fn uftrace_counts_the_same_calls() {
 #[test]
 fn dlopened_libraries_are_traced_too() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let plugin = compile("gcc", "plugin.c", &dir.path().join("libplugin.so"), &["-shared", "-fPIC"]);
-    let exe = compile("gcc", "host.c", &dir.path().join("host"), &["-ldl"]);
+    let plugin = compile_native("gcc", "plugin.c", &dir.path().join("libplugin.so"), &["-shared", "-fPIC"]);
+    let exe = compile_native("gcc", "host.c", &dir.path().join("host"), &["-ldl"]);
     let file = dir.path().join("host.sonde");
     let out = record(&file, &[], &[exe.into_os_string(), plugin.into_os_string()]);
     assert_eq!(out.code(), 0, "{}", out.describe());
@@ -259,4 +256,162 @@ fn dlopened_libraries_are_traced_too() {
     let edges = edges(&report);
     assert_eq!(sum_calls(&edges, "plugin_run", Some("call_plugin")), 5, "{edges:?}");
     assert_eq!(sum_calls(&edges, "plugin_step", Some("plugin_run")), 15, "{edges:?}");
+}
+
+/// The calls of each thread's call trace, by OS thread id: `(method name, depth, start, end,
+/// entered before the trace, still running)`, in the order they started.
+type TracedCalls = BTreeMap<u64, Vec<(String, u64, u64, u64, bool, bool)>>;
+
+fn traced_calls(report: &Value) -> TracedCalls {
+    let methods = arr(report, "methods");
+    arr(&report["call_trace"], "threads")
+        .iter()
+        .map(|t| {
+            let calls = arr(t, "calls")
+                .iter()
+                .map(|c| {
+                    let name = str_of(&methods[u64_of(c, "method") as usize], "name");
+                    let name = name.rsplit_once('!').map_or(name, |(_, f)| f).to_string();
+                    let flag = |key: &str| c[key].as_bool().unwrap_or_else(|| panic!("{key}: {c}"));
+                    let (start, end) = (u64_of(c, "start_ns"), u64_of(c, "end_ns"));
+                    (name, u64_of(c, "depth"), start, end, flag("entered_before_trace"), flag("still_running"))
+                })
+                .collect();
+            (u64_of(t, "os_tid"), calls)
+        })
+        .collect()
+}
+
+/// Each thread's calls in the call tree, by OS thread id.
+fn tree_calls_by_thread(report: &Value) -> BTreeMap<u64, u64> {
+    let threads = arr(report, "threads");
+    let mut calls = BTreeMap::new();
+    for n in arr(report, "nodes") {
+        let tid = u64_of(&threads[u64_of(n, "thread") as usize], "os_tid");
+        *calls.entry(tid).or_default() += u64_of(n, "calls");
+    }
+    calls
+}
+
+/// Calls nest: each lies within the enclosing call (by depth) listed before it, in [0, wall].
+fn assert_nested(calls: &[(String, u64, u64, u64, bool, bool)], wall_ns: u64) {
+    let mut stack: Vec<&(String, u64, u64, u64, bool, bool)> = Vec::new();
+    for call in calls {
+        let (_, depth, start, end, _, _) = call;
+        assert!(start <= end && *end <= wall_ns, "{call:?} outside the run of {wall_ns} ns");
+        while stack.last().is_some_and(|p| p.1 >= *depth) {
+            stack.pop();
+        }
+        match stack.last() {
+            Some(parent) => {
+                assert_eq!(parent.1 + 1, *depth, "{call:?} under {parent:?}");
+                assert!(parent.2 <= *start && end <= &parent.3, "{call:?} not within {parent:?}");
+            }
+            None => assert!(*depth == 1 || call.4, "{call:?} has no caller in the trace"),
+        }
+        stack.push(call);
+    }
+}
+
+#[test]
+fn call_trace_keeps_each_threads_latest_calls_in_order() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = build(dir.path(), "gcc", "calls.c", "calls");
+
+    // Room for every event (65,536 per thread): the trace holds every call of the tree.
+    let report = record_native(&exe, &["--call-trace"], "sum 725");
+    let wall_ns = u64_of(&report, "wall_ns");
+    assert_eq!(u64_of(&report["call_trace"], "events_per_thread"), 65_536);
+    let traced = traced_calls(&report);
+    let tree = tree_calls_by_thread(&report);
+    assert_eq!(traced.keys().collect::<Vec<_>>(), tree.keys().collect::<Vec<_>>(), "the traced threads");
+    for (tid, calls) in &traced {
+        assert_eq!(calls.len() as u64, tree[tid], "thread {tid}: every call of the tree is in the trace");
+        assert!(calls.iter().all(|c| !c.4 && !c.5), "thread {tid}: nothing cut: {calls:?}");
+        assert_nested(calls, wall_ns);
+    }
+    for t in arr(&report["call_trace"], "threads") {
+        assert_eq!(u64_of(t, "events_overwritten"), 0);
+    }
+    // In program order: main, the five pairs through function pointers, fib(15) recursing 15
+    // deep, then each jumper with deep four deep (closed where longjmp left them).
+    let main_thread = traced.values().find(|c| c[0].0 == "main").expect("main's thread");
+    let names: Vec<&str> = main_thread.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        names[..12],
+        ["main", "twice", "thrice", "twice", "thrice", "twice", "thrice", "twice", "thrice", "twice", "thrice", "fib"]
+    );
+    assert_eq!(
+        main_thread.iter().filter(|c| c.0 == "fib").map(|c| c.1).max(),
+        Some(16),
+        "fib(15) is 15 calls deeper than main's child"
+    );
+    let jumps: Vec<(&str, u64)> =
+        main_thread.iter().filter(|c| c.0 == "jumper" || c.0 == "deep").map(|c| (c.0.as_str(), c.1)).collect();
+    assert_eq!(jumps[..5], [("jumper", 2), ("deep", 3), ("deep", 4), ("deep", 5), ("deep", 6)], "{jumps:?}");
+    assert_eq!(jumps.len(), 25);
+
+    // A small ring (50 rounds up to 64): the latest 64 events of each thread; the earlier ones
+    // are counted, and the calls they cut are marked.
+    let report = record_native(&exe, &["--call-trace=50"], "sum 725");
+    assert_eq!(u64_of(&report["call_trace"], "events_per_thread"), 64);
+    let traced = traced_calls(&report);
+    let tree = tree_calls_by_thread(&report);
+    for t in arr(&report["call_trace"], "threads") {
+        let tid = u64_of(t, "os_tid");
+        let calls = &traced[&tid];
+        let events: u64 = calls.iter().map(|c| u64::from(!c.4) + u64::from(!c.5)).sum();
+        assert_eq!(events, 64, "thread {tid}: {calls:?}");
+        assert_eq!(
+            u64_of(t, "events_overwritten") + events,
+            2 * tree[&tid],
+            "thread {tid}: every call enters and exits"
+        );
+        assert_nested(calls, u64_of(&report, "wall_ns"));
+        // The thread's outermost call was entered long before its last 64 events.
+        assert!(calls[0].4 && calls[0].1 == 1, "thread {tid}: {:?}", calls[0]);
+    }
+    let main_thread = traced.values().find(|c| c[0].0 == "main").expect("main's thread");
+    assert!(main_thread.iter().all(|c| !c.5), "every call returned: {main_thread:?}");
+    assert!(main_thread.iter().any(|c| c.0 == "deep"), "the last calls are jumper's: {main_thread:?}");
+
+    // The Chrome trace: one complete event per traced call, on its thread's track.
+    let file = exe.with_extension("sonde");
+    let out = sonde_cmd(&[OsString::from("report"), file.into(), "--format".into(), "chrome".into()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let chrome: Value = serde_json::from_slice(&out.stdout).expect("the Chrome trace is JSON");
+    let mut per_thread: BTreeMap<u64, usize> = BTreeMap::new();
+    for e in arr(&chrome, "traceEvents").iter().filter(|e| e["cat"] == "call") {
+        assert_eq!(e["ph"], "X", "{e}");
+        *per_thread.entry(u64_of(e, "tid")).or_default() += 1;
+    }
+    let expected: BTreeMap<u64, usize> = traced.iter().map(|(&tid, c)| (tid, c.len())).collect();
+    assert_eq!(per_thread, expected);
+    assert_eq!(u64_of(&chrome["metadata"], "call_trace_events_per_thread"), 64);
+}
+
+#[test]
+fn call_trace_is_refused_where_it_would_record_nothing() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = build(dir.path(), "gcc", "calls.c", "calls");
+    let out_file = dir.path().join("refused.sonde");
+    let exe = OsString::from(exe);
+    for (opts, message) in [
+        (&["--call-trace", "--mode", "sampling"][..], "--call-trace goes with --mode tracing"),
+        (&["--call-trace", "--timing", "sampled"][..], "--call-trace goes with --timing exact"),
+        (&["--call-trace=0"][..], "0 is not in 1..=16777216"),
+    ] {
+        let out = record(&out_file, opts, std::slice::from_ref(&exe));
+        assert_eq!(out.code(), 2, "{opts:?}: {}", out.describe());
+        assert!(String::from_utf8_lossy(&out.stderr).contains(message), "{opts:?}: {}", out.describe());
+        assert!(!out_file.exists(), "{opts:?}: nothing ran");
+    }
+    // A .NET program's own calls are traced by the runtime's hooks, which keep no call trace.
+    let out = record(&out_file, &["--mode", "tracing", "--call-trace"], &app_command("Calls", &[]));
+    assert_eq!(out.code(), 2, "{}", out.describe());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--call-trace records instrumented native code"),
+        "{}",
+        out.describe()
+    );
 }

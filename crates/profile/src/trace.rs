@@ -166,7 +166,14 @@ mod tests {
         let trace = ThreadTrace {
             os_tid: 7,
             overwritten: 0,
-            events: vec![enter(10, 1, 1), enter(20, 2, 2), exit(30, 2, 2), enter(40, 3, 2), exit(50, 3, 2), exit(60, 1, 1)],
+            events: vec![
+                enter(10, 1, 1),
+                enter(20, 2, 2),
+                exit(30, 2, 2),
+                enter(40, 3, 2),
+                exit(50, 3, 2),
+                exit(60, 1, 1),
+            ],
         };
         assert_eq!(trace.calls(), vec![call(1, 1, 10, 60), call(2, 2, 20, 30), call(3, 2, 40, 50)]);
     }
@@ -194,7 +201,8 @@ mod tests {
     #[test]
     fn a_missing_exit_is_closed_by_the_callers() {
         // 2's exit was not recorded: 1's exit closes it.
-        let trace = ThreadTrace { os_tid: 1, overwritten: 0, events: vec![enter(1, 1, 1), enter(2, 2, 2), exit(5, 1, 1)] };
+        let trace =
+            ThreadTrace { os_tid: 1, overwritten: 0, events: vec![enter(1, 1, 1), enter(2, 2, 2), exit(5, 1, 1)] };
         assert_eq!(trace.calls(), vec![call(1, 1, 1, 5), call(2, 2, 2, 5)]);
     }
 

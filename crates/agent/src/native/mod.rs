@@ -20,8 +20,8 @@
 
 use crate::log::log;
 use crate::session::{self, RuntimeId};
-use crate::tree::methods::methods;
 use crate::tree::calltree::CallTree;
+use crate::tree::methods::methods;
 use crate::tree::trace::Ring;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Timing};

@@ -7,5 +7,5 @@ pub mod calltree;
 pub mod clock;
 pub mod methods;
 pub mod threads;
-pub mod trace;
 pub(crate) mod tls;
+pub mod trace;

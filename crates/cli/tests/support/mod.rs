@@ -977,3 +977,17 @@ pub fn child_of(parent: u32) -> u32 {
     assert_eq!(pids.len(), 1, "children of {parent}: {pids:?}");
     pids[0]
 }
+
+/// `source` (under tests/apps/native) built by `compiler` at -O2 with the hooks into `out`, with
+/// `flags` (`-shared -fPIC` for a library, `-pthread`, `-ldl`).
+pub fn compile_native(compiler: &str, source: &str, out: &Path, flags: &[&str]) -> PathBuf {
+    let built = Command::new(compiler)
+        .args(["-O2", "-finstrument-functions", "-o"])
+        .arg(out)
+        .arg(repo_file(&format!("tests/apps/native/{source}")))
+        .args(flags)
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler} (the C/C++ compiler that comes with gcc): {e}"));
+    assert!(built.status.success(), "{compiler}: {}", String::from_utf8_lossy(&built.stderr));
+    out.to_path_buf()
+}

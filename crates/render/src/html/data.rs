@@ -186,7 +186,7 @@ fn sources(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
 /// The runtime's events (`events`): allocations by type, the allocation bytes and lock waits of
 /// each node as sparse `[node, figure]` lists (the page builds the Memory and Lock-wait views of
 /// the tree from them), and what the timeline draws — collections, module loads, JIT spans and
-/// throws — with times in nanoseconds from the agent's start.
+/// throws, and the call trace's calls — with times in nanoseconds from the agent's start.
 fn events(out: &mut impl Write, events: &RuntimeEvents) -> io::Result<()> {
     let alloc = &events.allocations;
     out.write_all(b"\"events\":{\"alloc\":{\"sampling\":")?;
@@ -244,6 +244,25 @@ fn events(out: &mut impl Write, events: &RuntimeEvents) -> io::Result<()> {
             e.start_ns,
             e.end_ns
         )?;
+    }
+    // The call trace, per thread: [OS thread id, overwritten events, [[method, depth, start,
+    // end, flags (1: entered before the trace, 2: still running)], ...]].
+    write!(out, "]}},\n\"calls\":{{\"per_thread\":{},\"threads\":[", events.call_trace.events_per_thread)?;
+    for (i, t) in events.call_trace.threads.iter().enumerate() {
+        write!(out, "{}[{},{},[", if i > 0 { ",\n" } else { "\n" }, t.os_tid, t.overwritten)?;
+        for (j, c) in t.calls().iter().enumerate() {
+            let flags = u8::from(c.entered_before) | u8::from(c.still_open) << 1;
+            write!(
+                out,
+                "{}[{},{},{},{},{flags}]",
+                if j > 0 { "," } else { "" },
+                c.method,
+                c.depth,
+                c.start_ns,
+                c.end_ns
+            )?;
+        }
+        out.write_all(b"]]")?;
     }
     out.write_all(b"]}}")
 }

@@ -1,7 +1,8 @@
 // events.js: the runtime's events — the Memory tab's allocations by type, and the Timeline tab:
 // a canvas with one row for the collector (each collection a span, its pause darker), one for
-// module loads and one per thread (JIT compilations as spans, throws as ticks), over the run's
-// wall time. The timeline zooms around the pointer with the wheel (or the buttons, or a
+// module loads and one per thread (JIT compilations as spans, throws as ticks), then, with a call
+// trace (`sonde record --call-trace`), each traced thread's calls as a flame chart (one row per
+// depth, callers above callees), over the run's wall time. The timeline zooms around the pointer with the wheel (or the buttons, or a
 // double-click), pans by dragging, and names what is under the pointer in the tooltip. Names
 // from the profile (threads, exception types, modules) reach the canvas only through fillText
 // and the tables only through textContent.
@@ -15,7 +16,9 @@ const Events = (() => {
   const AXIS = 24;
   const LABEL = 170;
   /** Never zoom in beyond this many nanoseconds across the whole width. */
-  const MIN_SPAN = 1000;
+  const MIN_SPAN = 100;
+  /** The deepest call-trace level drawn per thread (deeper calls are left out, and counted). */
+  const MAX_DEPTH_ROWS = 32;
 
   let profile = null;
 
@@ -73,7 +76,37 @@ const Events = (() => {
     const threads = Array.from(byTid.keys())
       .sort((a, b) => a - b)
       .map((tid) => ({ label: labels.get(tid) || 'thread ' + tid, items: byTid.get(tid) }));
-    return [gc, loader, ...threads].filter((row, i) => i === 0 || row.items.length > 0);
+    return [gc, loader, ...threads, ...callRows(labels)].filter((row, i) => i === 0 || row.items.length > 0);
+  }
+
+  /** The call trace's rows: per traced thread, one row per depth. */
+  function callRows(labels) {
+    const rows = [];
+    tl.callsHidden = 0;
+    for (const [tid, , calls] of ev().calls.threads) {
+      const levels = [];
+      for (const [method, depth, start, end, flags] of calls) {
+        if (depth < 1 || depth > MAX_DEPTH_ROWS) {
+          tl.callsHidden++;
+          continue;
+        }
+        while (levels.length < depth) levels.push([]);
+        levels[depth - 1].push({ kind: 'call', start, end: Math.max(end, start), method, depth, flags });
+      }
+      const name = labels.get(tid) || 'thread ' + tid;
+      levels.forEach((items, d) => rows.push({ label: d === 0 ? name + ' calls' : '  depth ' + (d + 1), items }));
+    }
+    return rows;
+  }
+
+  function ev() {
+    return profile.events;
+  }
+
+  /** A method's name as reports show it (text only: drawn with fillText, set with textContent). */
+  function displayName(method) {
+    const name = profile.names[method];
+    return name === undefined ? '?' : name;
   }
 
   // ---- Memory: allocations by type -------------------------------------------------------
@@ -156,6 +189,7 @@ const Events = (() => {
       jit: get('--tl-jit', '#3b7dd8'),
       throwMark: get('--tl-throw', '#c2185b'),
       load: get('--tl-load', '#2e9e6a'),
+      calls: ['#e07b39', '#d9a23b', '#c9603a', '#e8b04a', '#d4873f', '#bf7a30'],
       mono: get('--mono', 'monospace'),
     };
   }
@@ -231,6 +265,19 @@ const Events = (() => {
         } else if (item.kind === 'jit') {
           ctx.fillStyle = c.jit;
           ctx.fillRect(x0, y + 5, x1 - x0, ROW - 10);
+        } else if (item.kind === 'call') {
+          // Coloured by function, so that calls of one function look alike.
+          ctx.fillStyle = c.calls[item.method % c.calls.length];
+          ctx.fillRect(x0, y + 1, x1 - x0, ROW - 2);
+          if (x1 - x0 > 30) {
+            ctx.save();
+            ctx.beginPath();
+            ctx.rect(Math.max(x0, LABEL), y, x1 - Math.max(x0, LABEL) - 2, ROW);
+            ctx.clip();
+            ctx.fillStyle = c.ink;
+            ctx.fillText(displayName(item.method), Math.max(x0, LABEL) + 3, y + ROW / 2);
+            ctx.restore();
+          }
         } else {
           ctx.fillStyle = item.kind === 'throw' ? c.throwMark : c.load;
           ctx.fillRect(Math.round(x0) - 1, y + 2, 2, ROW - 4);
@@ -240,10 +287,18 @@ const Events = (() => {
       ctx.restore();
     });
     canvas.dataset.drawn = String(drawn);
+    // The rows' labels, one per line (what the tests read; an attribute's value, never markup).
+    canvas.dataset.rows = tl.rows.map((row) => row.label).join('\n');
     canvas.dataset.range = Math.round(tl.t0) + '-' + Math.round(tl.t1);
     $('tl-reset').disabled = tl.t0 === 0 && tl.t1 === tl.end;
     $('tl-in').disabled = span <= MIN_SPAN;
-    $('tl-info').textContent = fmtDuration(tl.t0) + ' – ' + fmtDuration(tl.t1) + ' of ' + fmtDuration(tl.end) + (profile.events.timeline.dropped > 0 ? ' · ' + fmtCount(profile.events.timeline.dropped) + ' events not kept' : '');
+    const calls = ev().calls;
+    const overwritten = calls.threads.reduce((sum, t) => sum + t[1], 0);
+    $('tl-info').textContent =
+      fmtDuration(tl.t0) + ' – ' + fmtDuration(tl.t1) + ' of ' + fmtDuration(tl.end) +
+      (ev().timeline.dropped > 0 ? ' · ' + fmtCount(ev().timeline.dropped) + ' events not kept' : '') +
+      (calls.threads.length > 0 ? ' · call trace: the latest ' + fmtCount(calls.per_thread) + ' events per thread' + (overwritten > 0 ? ' (' + fmtCount(overwritten) + ' earlier ones not kept)' : '') : '') +
+      (tl.callsHidden > 0 ? ' · ' + fmtCount(tl.callsHidden) + ' calls deeper than ' + MAX_DEPTH_ROWS + ' not drawn' : '');
   }
 
   /** Shows [t0, t1] (clamped to the run, at least MIN_SPAN wide) and redraws. */
@@ -288,6 +343,11 @@ const Events = (() => {
       tip.append(tipLine('Duration', fmtDuration(item.end - item.start), ''));
       tip.append(tipLine('Pause', fmtDuration(item.pause), ''));
       if (item.heap > 0) tip.append(tipLine('Heap after', fmtBytes(item.heap), ''));
+    } else if (item.kind === 'call') {
+      tip.append(el('div', 'tt-name', displayName(item.method)));
+      tip.append(el('div', 'tt-sub', 'call at depth ' + item.depth + (item.flags & 1 ? ', entered before the trace' : '') + (item.flags & 2 ? ', still running' : '')));
+      tip.append(tipLine('At', fmtDuration(item.start), ''));
+      tip.append(tipLine('Duration', fmtDuration(item.end - item.start), ''));
     } else if (item.kind === 'jit') {
       tip.append(el('div', 'tt-name', 'JIT compilation'));
       tip.append(tipLine('At', fmtDuration(item.start), ''));
