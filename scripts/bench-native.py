@@ -4,7 +4,8 @@ Sonde against uftrace, the Linux peer that uses the same `-finstrument-functions
 
 Builds tests/apps/native/hot.c with `gcc -O2 -finstrument-functions` (3N calls of tiny functions)
 and runs it with no profiler (glibc's empty hooks), under `sonde record` (tracing, exact timing)
-and under `uftrace record` (its default: every call to a trace file, read afterwards by `uftrace
+with its call trace (`--call-trace`: each thread's latest 65,536 events in a ring) and under
+`uftrace record` (its default: every call to a trace file, read afterwards by `uftrace
 report`), in interleaved rounds. Reports the median CPU of all processes and wall time, and the
 cost per call over no profiler; checks that both tools count the same calls per function.
 
@@ -40,6 +41,8 @@ def main():
     variants = {
         "no profiler": [str(exe)],
         "sonde record (tracing, exact)": [sonde, "record", "-q", "-o", out, "--force", "--", str(exe)],
+        "sonde record --call-trace": [sonde, "record", "-q", "-o", str(work / "t.sonde"), "--force", "--call-trace",
+                                      "--", str(exe)],
         "uftrace record": ["uftrace", "record", "-d", trace, str(exe)],
     }
     sizes = (0, a.n)
