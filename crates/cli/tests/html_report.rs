@@ -91,6 +91,7 @@ fn nasty_profile() -> Profile {
         sources: Default::default(),
         instantiations: Default::default(),
         framework: None,
+        coverage: Default::default(),
         events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,

@@ -84,6 +84,24 @@ fn c_recursion_pointers_longjmp_and_threads_are_counted_exactly() {
     assert_eq!(sum_calls(&edges, "fib", Some("fib")), 1972);
     let threads = arr(&report, "threads");
     assert!(threads.len() >= 5, "main and four workers: {threads:?}");
+
+    // Function coverage: every instrumented function of the program, `unused` never called.
+    let coverage: Vec<(String, u64)> =
+        arr(&report, "coverage").iter().map(|f| (str_of(f, "method").to_string(), u64_of(f, "calls"))).collect();
+    let expected = [
+        ("deep", 20),
+        ("fib", 1973),
+        ("jumper", 5),
+        ("main", 1),
+        ("thrice", 5),
+        ("twice", 4005),
+        ("unused", 0),
+        ("worker", 4),
+    ];
+    assert_eq!(coverage, expected.map(|(f, c)| (f.to_string(), c)));
+    let text = report_text(&exe.with_extension("sonde"));
+    let text = text.stdout_str();
+    assert!(text.contains("87.5%  7 of 8") && text.contains("    calls!unused\n"), "{text}");
 }
 
 #[test]
@@ -114,6 +132,13 @@ fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly() {
         sonde_cmd(&["report".into(), exe.with_extension("sonde").into_os_string(), "--native".into(), "show".into()]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("shapes!Circle::area") && text.contains("shapes!level3"), "{text}");
+    // Coverage names C++ functions as reports do. The deleting destructors (D0, emitted for the
+    // vtables) never ran: no object was destroyed through `delete`.
+    let coverage = arr(&report, "coverage");
+    let shown: Vec<&str> = coverage.iter().map(|f| str_of(f, "display_name")).collect();
+    assert!(shown.contains(&"shapes!Circle::area") && shown.contains(&"shapes!level3"), "{shown:?}");
+    let never: Vec<&str> = coverage.iter().filter(|f| u64_of(f, "calls") == 0).map(|f| str_of(f, "method")).collect();
+    assert_eq!(never, ["_ZN5ShapeD0Ev", "_ZN6CircleD0Ev", "_ZN6SquareD0Ev"], "{coverage:?}");
 }
 
 /// `Mixed.exe` with its runtimeconfig and the instrumented `libcodec.so` in `dir`.
@@ -147,6 +172,14 @@ fn mixed_trees(rt: Runtime) {
     assert_eq!(sum_calls(&edges, "compress_block", Some(&compress)), 10, "{rt:?}: {edges:?}");
     assert_eq!(sum_calls(&edges, "huff_encode", Some("compress_block")), 40, "{rt:?}: {edges:?}");
     assert_eq!(sum_calls(&edges, "checksum", Some("compress_block")), 10, "{rt:?}: {edges:?}");
+    // Function coverage of the instrumented library: all three ran.
+    let coverage: Vec<(&str, &str, u64)> = arr(&report, "coverage")
+        .iter()
+        .map(|f| (str_of(f, "assembly"), str_of(f, "method"), u64_of(f, "calls")))
+        .collect();
+    let library =
+        [("libcodec.so", "checksum", 10), ("libcodec.so", "compress_block", 10), ("libcodec.so", "huff_encode", 40)];
+    assert_eq!(coverage, library, "{rt:?}");
     let traced: Vec<(String, u64)> =
         traced_calls(&report).into_values().flatten().map(|c| (c.0, c.1)).filter(|c| !c.0.contains('.')).collect();
     let count = |name: &str, depth: u64| traced.iter().filter(|c| c.0 == name && c.1 == depth).count();

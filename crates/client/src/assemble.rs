@@ -161,9 +161,29 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         })
         .collect();
     let framework = Some(framework_methods(session, &run.command, hello.pid));
-    let profile = Profile { sources, events, run, methods, threads, nodes, instantiations, framework };
+    let coverage = if run.mode == Mode::Tracing { native_coverage(&methods) } else { Default::default() };
+    let profile = Profile { sources, events, run, methods, threads, nodes, instantiations, framework, coverage };
     profile.validate().ok()?;
     Some(profile)
+}
+
+/// The instrumented functions of each instrumented native file whose functions the hooks named
+/// (tracing mode: the only native methods there come from the hooks), for function coverage. A
+/// file that cannot be read any more is left out.
+fn native_coverage(methods: &[Method]) -> sonde_profile::Coverage {
+    let modules: std::collections::BTreeSet<&str> = methods
+        .iter()
+        .filter(|m| m.name.starts_with("[native] ") && m.module.starts_with('/'))
+        .map(|m| m.module.as_str())
+        .collect();
+    let native = modules
+        .into_iter()
+        .flat_map(|module| {
+            let symbols = sonde_symbols::instrumented_functions(std::path::Path::new(module)).unwrap_or_default();
+            symbols.into_iter().map(|symbol| sonde_profile::NativeFunction { module: module.to_string(), symbol })
+        })
+        .collect();
+    sonde_profile::Coverage { native }
 }
 
 /// The ids of the managed methods that are framework code, ascending (`sonde_profile::origin`):

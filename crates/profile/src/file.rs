@@ -34,6 +34,7 @@
 //! | `instantiations` | `Profile::instantiations` ([`crate::model::Instantiation`]: generic type arguments) | version 2 |
 //! | `framework` | `Profile::framework` (ids of managed framework methods, `crate::origin`) | version 2 |
 //! | `node_lines` | `Sources::node_lines` ([`crate::model::NodeLine`]: each node's samples by line) | version 2 |
+//! | `coverage` | `Profile::coverage` ([`crate::model::Coverage`]: the instrumented functions that could have run) | version 2 |
 //! | `call_trace` | `RuntimeEvents::call_trace` ([`crate::trace::CallTrace`]: each thread's latest calls) | version 2 |
 
 use std::fs::{self, File};
@@ -190,6 +191,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if let Some(framework) = &profile.framework {
         list.push(("framework".to_string(), encode(framework)));
     }
+    if profile.coverage != Default::default() {
+        list.push(("coverage".to_string(), encode(&profile.coverage)));
+    }
     list
 }
 
@@ -218,6 +222,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "node_lines" => profile.sources.node_lines = postcard::from_bytes(bytes)?,
             "instantiations" => profile.instantiations = postcard::from_bytes(bytes)?,
             "framework" => profile.framework = Some(postcard::from_bytes(bytes)?),
+            "coverage" => profile.coverage = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

@@ -211,6 +211,88 @@ pub struct Profile {
     /// ([`Profile::is_framework`]).
     #[serde(skip)]
     pub framework: Option<Vec<u32>>,
+    /// The functions that could have run, for function coverage (the file's `coverage`
+    /// extension): empty when the recording knew of none.
+    #[serde(skip)]
+    pub coverage: Coverage,
+}
+
+/// What could have run, for coverage reports: the instrumented native functions of every
+/// instrumented file the recording saw (`-finstrument-functions`; docs/NATIVE.md, "Function
+/// coverage"). Which of them ran, and how often, is in the call tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// By file, then name; once each.
+    pub native: Vec<NativeFunction>,
+}
+
+/// One instrumented function of [`Profile::function_coverage`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionCoverage<'a> {
+    pub module: &'a str,
+    /// The file's name (what method names show before `!`).
+    pub library: &'a str,
+    pub symbol: &'a str,
+    /// Its method, if it ran.
+    pub method: Option<u32>,
+    /// Calls (0: never ran).
+    pub calls: u64,
+}
+
+impl FunctionCoverage<'_> {
+    /// `library!function` as reports show it (C++ demangled, without parameters).
+    pub fn display_name(&self) -> String {
+        let full = format!("[native] {}!{}", self.library, self.symbol);
+        let shown = crate::names::display_name(&full, "", &[], &[]);
+        shown.strip_prefix("[native] ").unwrap_or(&shown).to_string()
+    }
+}
+
+impl Profile {
+    /// Function coverage: every instrumented native function of [`Profile::coverage`] with its
+    /// calls in the call tree, in the coverage's order.
+    pub fn function_coverage(&self) -> Vec<FunctionCoverage<'_>> {
+        if self.coverage.native.is_empty() {
+            return Vec::new();
+        }
+        let mut calls = vec![0u64; self.methods.len()];
+        for n in &self.nodes {
+            if let Some(c) = calls.get_mut(n.method as usize) {
+                *c = c.saturating_add(n.calls);
+            }
+        }
+        // (module, symbol) → method, for the methods the hooks named (`[native] library!symbol`).
+        let mut ran: std::collections::HashMap<(&str, &str), u32> = std::collections::HashMap::new();
+        for (id, m) in self.methods.iter().enumerate() {
+            let symbol = m.name.strip_prefix("[native] ").and_then(|n| n.strip_prefix(m.assembly.as_str()));
+            if let Some(symbol) = symbol.and_then(|s| s.strip_prefix('!')) {
+                ran.entry((m.module.as_str(), symbol)).or_insert(id as u32);
+            }
+        }
+        self.coverage
+            .native
+            .iter()
+            .map(|f| {
+                let method = ran.get(&(f.module.as_str(), f.symbol.as_str())).copied();
+                FunctionCoverage {
+                    module: &f.module,
+                    library: f.module.rsplit('/').next().unwrap_or(&f.module),
+                    symbol: &f.symbol,
+                    method,
+                    calls: method.map_or(0, |m| calls[m as usize]),
+                }
+            })
+            .collect()
+    }
+}
+
+/// An instrumented native function.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NativeFunction {
+    /// The file's path, as methods' `module` names it.
+    pub module: String,
+    /// The symbol as the linker wrote it (C++ mangled).
+    pub symbol: String,
 }
 
 /// A method that is one instantiation of generic code: its type arguments as the runtime named

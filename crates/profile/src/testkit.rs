@@ -39,6 +39,7 @@ impl Builder {
                 sources: Default::default(),
                 instantiations: Default::default(),
                 framework: None,
+                coverage: Default::default(),
                 events: Default::default(),
                 run: run_info(Mode::Tracing),
                 methods: Vec::new(),

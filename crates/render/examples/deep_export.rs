@@ -46,6 +46,7 @@ fn chain(depth: u32, mode: Mode) -> Profile {
         sources: Default::default(),
         instantiations: Default::default(),
         framework: None,
+        coverage: Default::default(),
         events: Default::default(),
         run,
         methods: vec![method("Deep.Program.Main"), method("Deep.Program.Recurse")],

@@ -90,6 +90,7 @@ fn profile(n: usize) -> Profile {
         sources: Default::default(),
         instantiations: Default::default(),
         framework: None,
+        coverage: Default::default(),
         events: Default::default(),
         run: RunInfo {
             mode: Mode::Tracing,

@@ -168,6 +168,20 @@ impl Renderer for JsonRenderer {
                     count: a.count,
                 })
             }),
+            coverage: (!profile.coverage.native.is_empty()).then(|| {
+                Seq(|| {
+                    profile.function_coverage().into_iter().map(|f| CoverageView {
+                        kind: "native",
+                        assembly: f.library,
+                        module: f.module,
+                        method: f.symbol,
+                        display_name: f.display_name(),
+                        file: None,
+                        lines: [],
+                        calls: f.calls,
+                    })
+                })
+            }),
             call_trace: (!profile.events.call_trace.threads.is_empty()).then(|| CallTraceView {
                 events_per_thread: profile.events.call_trace.events_per_thread,
                 threads: Seq(|| {
@@ -197,7 +211,7 @@ impl Renderer for JsonRenderer {
 }
 
 #[derive(Serialize)]
-struct Report<'a, T, M, N, E, C, A, L, X> {
+struct Report<'a, T, M, N, E, C, A, L, X, V> {
     schema: &'static str,
     mode: &'static str,
     timing: Option<&'static str>,
@@ -228,6 +242,20 @@ struct Report<'a, T, M, N, E, C, A, L, X> {
     allocations: A,
     #[serde(skip_serializing_if = "Option::is_none")]
     call_trace: Option<CallTraceView<X>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coverage: Option<V>,
+}
+
+#[derive(Serialize)]
+struct CoverageView<'a> {
+    kind: &'static str,
+    assembly: &'a str,
+    module: &'a str,
+    method: &'a str,
+    display_name: String,
+    file: Option<&'a str>,
+    lines: [u8; 0],
+    calls: u64,
 }
 
 #[derive(Serialize)]

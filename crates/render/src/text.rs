@@ -32,6 +32,7 @@ impl Renderer for TextRenderer {
         hot_methods(&mut out, &view)?;
         hot_path_section(&mut out, &view)?;
         runtime_events(&mut out, &view)?;
+        coverage(&mut out, &view)?;
         call_graph::write(&mut out, &view)?;
         out.flush()
     }
@@ -353,6 +354,34 @@ fn contention(out: &mut impl Write, view: &View) -> io::Result<()> {
     writeln!(out, "{:>12}  {:>7}  waiting method (innermost frame)", "waited", "%")?;
     for (id, m) in methods.iter().take(EVENT_ROWS) {
         writeln!(out, "{:>12}  {:>7}  {}", duration(m.wait_ns), percent(m.wait_ns, total), view.name(*id))?;
+    }
+    Ok(())
+}
+
+/// Function coverage (instrumented native code): per file, how many of its functions ran, and
+/// the ones that never did (the first [`NEVER_LISTED`]; the JSON's `coverage` lists them all).
+fn coverage(out: &mut impl Write, view: &View) -> io::Result<()> {
+    const NEVER_LISTED: usize = 20;
+    let functions = view.profile.function_coverage();
+    if functions.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nFunction coverage (instrumented functions that ran at least once):")?;
+    let mut never = Vec::new();
+    for module in functions.chunk_by(|a, b| a.module == b.module) {
+        let ran = module.iter().filter(|f| f.calls > 0).count();
+        let share = ran as f64 * 100.0 / module.len() as f64;
+        writeln!(out, "  {:>5.1}%  {ran} of {}  {}", share, module.len(), Clean(module[0].module))?;
+        never.extend(module.iter().filter(|f| f.calls == 0));
+    }
+    if !never.is_empty() {
+        writeln!(out, "  never called:")?;
+        for f in never.iter().take(NEVER_LISTED) {
+            writeln!(out, "    {}", Clean(&f.display_name()))?;
+        }
+        if never.len() > NEVER_LISTED {
+            writeln!(out, "    … and {} more (sonde report --format json: `coverage`)", never.len() - NEVER_LISTED)?;
+        }
     }
     Ok(())
 }

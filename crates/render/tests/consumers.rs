@@ -175,6 +175,7 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
         sources: Default::default(),
         instantiations: Default::default(),
         framework: None,
+        coverage: Default::default(),
         events: Default::default(),
         run: profiles::run(Mode::Sampling),
         methods: vec![],

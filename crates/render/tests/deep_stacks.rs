@@ -28,6 +28,7 @@ fn profile(mode: Mode, rows: &[profiles::Row]) -> Profile {
         sources: Default::default(),
         instantiations: Default::default(),
         framework: None,
+        coverage: Default::default(),
         events: Default::default(),
         run: profiles::run(mode),
         methods: profiles::methods(),

@@ -20,7 +20,7 @@ mod native;
 mod pe;
 mod ppdb;
 
-pub use native::{DEBUG_ROOT, NativeOrigin, NativeSymbols, imports_any};
+pub use native::{DEBUG_ROOT, ENTRY_HOOK, NativeOrigin, NativeSymbols, imports_any, instrumented_functions};
 
 use bytes::{Damaged, Fault};
 use std::fmt;

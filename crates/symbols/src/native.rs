@@ -127,6 +127,14 @@ impl NativeSymbols {
         &self.origin
     }
 
+    /// Every function: its start, size (0 when the table gave none) and (mangled) name.
+    pub fn functions(&self) -> impl Iterator<Item = (u64, u64, &str)> {
+        self.functions.iter().map(|f| {
+            let (from, len) = (f.name.0 as usize, f.name.1 as usize);
+            (f.start, f.size, &self.names[from..from + len])
+        })
+    }
+
     /// How many functions are named.
     pub fn len(&self) -> usize {
         self.functions.len()
@@ -234,6 +242,81 @@ pub fn imports_any(path: &Path, names: &[&str]) -> bool {
     file.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| names.contains(&n)))
 }
 
+/// The compiler's function-entry hook (`-finstrument-functions`).
+pub const ENTRY_HOOK: &str = "__cyg_profile_func_enter";
+
+/// The functions of the ELF file at `path` that the compiler instrumented: those whose code calls
+/// [`ENTRY_HOOK`], named as [`NativeSymbols`] names them, sorted, once each (function coverage:
+/// what could have run). Empty for a file that does not import the hook.
+///
+/// x86-64 code only (elsewhere: empty). A function calls the hook through its PLT stub
+/// (`call rel32` to a 16-byte stub that jumps through the hook's GOT slot) or, built with
+/// `-fno-plt`, through the slot itself (`call *disp32(%rip)`). The scan looks for those two
+/// encodings in each function's bytes; five bytes that merely look like such a call and land on
+/// the stub exactly are not a concern in compiled code.
+pub fn instrumented_functions(path: &Path) -> Result<Vec<String>, Error> {
+    use object::{ObjectSection, ObjectSymbolTable as _, RelocationTarget};
+    let bytes = read_elf(path)?.ok_or_else(|| Error::Io {
+        path: path.to_owned(),
+        error: std::io::Error::from(std::io::ErrorKind::NotFound),
+    })?;
+    let elf = object::File::parse(&*bytes).map_err(|_| damaged(path, "not an ELF file"))?;
+    if elf.architecture() != object::Architecture::X86_64 {
+        return Ok(Vec::new());
+    }
+    let hook: Vec<object::SymbolIndex> = elf
+        .dynamic_symbol_table()
+        .map(|t| t.symbols().filter(|s| s.is_undefined() && s.name() == Ok(ENTRY_HOOK)).map(|s| s.index()).collect())
+        .unwrap_or_default();
+    let slots: Vec<u64> = elf
+        .dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter(|(_, r)| matches!(r.target(), RelocationTarget::Symbol(i) if hook.contains(&i)))
+        .map(|(offset, _)| offset)
+        .collect();
+    if slots.is_empty() {
+        return Ok(Vec::new());
+    }
+    // `jmp *disp32(%rip)` (ff 25) through a slot: `next` is the instruction after it.
+    let through_slot = |code: &[u8], at: usize, next: u64| {
+        let disp = i32::from_le_bytes([code[at + 2], code[at + 3], code[at + 4], code[at + 5]]);
+        slots.contains(&next.wrapping_add_signed(i64::from(disp)))
+    };
+    let mut stubs = Vec::new();
+    for plt in elf.sections().filter(|s| matches!(s.name(), Ok(".plt" | ".plt.sec"))) {
+        let Ok(code) = plt.data() else { continue };
+        for at in 0..code.len().saturating_sub(5) {
+            if code[at] == 0xff && code[at + 1] == 0x25 && through_slot(code, at, plt.address() + at as u64 + 6) {
+                stubs.push(plt.address() + (at as u64 & !15));
+            }
+        }
+    }
+    let symbols = NativeSymbols::open(path)?;
+    let mut found: Vec<String> = Vec::new();
+    for (start, size, name) in symbols.functions() {
+        let code = elf.sections().find_map(|s| s.data_range(start, size).ok().flatten());
+        let Some(code) = code.filter(|c| c.len() >= 6) else { continue };
+        let calls_hook = (0..code.len() - 5).any(|at| {
+            let next = |len: u64| start + at as u64 + len;
+            match (code[at], code[at + 1]) {
+                (0xe8, _) => {
+                    let rel = i32::from_le_bytes([code[at + 1], code[at + 2], code[at + 3], code[at + 4]]);
+                    stubs.contains(&next(5).wrapping_add_signed(i64::from(rel)))
+                }
+                (0xff, 0x15) => through_slot(code, at, next(6)),
+                _ => false,
+            }
+        });
+        if calls_hook {
+            found.push(name.to_string());
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +333,40 @@ mod tests {
         let (start, name) = symbols.function(here - symbols.load_bias(mapped)).expect("a name");
         assert!(start <= here - symbols.load_bias(mapped));
         assert!(name.contains("this_test_binary_names_its_own_functions"), "{name}");
+    }
+
+    /// `tests/apps/native/SOURCE` built by gcc at -O2 with `flags`, into `dir`.
+    fn gcc(dir: &Path, source: &str, flags: &[&str]) -> PathBuf {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let out = dir.join(source.replace('.', "_"));
+        let built = std::process::Command::new("gcc")
+            .args(["-O2", "-o"])
+            .arg(&out)
+            .arg(root.join("tests/apps/native").join(source))
+            .args(flags)
+            .output()
+            .expect("gcc (Debian's gcc; scripts/setup.sh installs it)");
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+        out
+    }
+
+    #[test]
+    fn finds_the_functions_the_compiler_instrumented() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = ["deep", "fib", "jumper", "main", "thrice", "twice", "unused", "worker"];
+        // Through the PLT, and through the GOT (-fno-plt); `unused` never runs but is there.
+        for flags in [&["-finstrument-functions", "-pthread"][..], &["-finstrument-functions", "-fno-plt", "-pthread"]]
+        {
+            let exe = gcc(dir.path(), "calls.c", flags);
+            assert_eq!(instrumented_functions(&exe).unwrap(), all, "{flags:?}");
+        }
+        // A library: its static functions too.
+        let lib = gcc(dir.path(), "codec.c", &["-finstrument-functions", "-shared", "-fPIC"]);
+        assert_eq!(instrumented_functions(&lib).unwrap(), ["checksum", "compress_block", "huff_encode"]);
+        // Built without the hooks: nothing.
+        let plain = gcc(dir.path(), "calls.c", &["-pthread"]);
+        assert!(instrumented_functions(&plain).unwrap().is_empty());
+        assert!(instrumented_functions(&dir.path().join("missing")).is_err());
     }
 
     /// Where the first segment of `exe` is mapped in this process (/proc/self/maps).

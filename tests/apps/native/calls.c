@@ -1,7 +1,8 @@
 /* calls.c: a native program built with -finstrument-functions (crates/cli/tests/native_tracing.rs):
  * recursion (fib(15): 1,973 calls), calls through function pointers (twice/thrice, 5 each from
  * main), longjmp out of three instrumented frames (jumper → deep × 4, five times: no exit hooks
- * for the frames it leaves), and 4 threads calling twice 1,000 times each. Prints "sum 725". */
+ * for the frames it leaves), and 4 threads calling twice 1,000 times each; `unused` never runs
+ * (function coverage). Prints "sum 725". */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@ __attribute__((noinline)) int twice(int x) { return 2 * x; }
 __attribute__((noinline)) int thrice(int x) { return 3 * x; }
 __attribute__((noinline)) void deep(int n) { if (n == 0) longjmp(env, 1); deep(n - 1); }
 __attribute__((noinline)) void jumper(void) { if (setjmp(env) == 0) deep(3); }
+__attribute__((noinline)) int unused(int x) { return x + 1; }
 __attribute__((noinline)) void *worker(void *arg) { long s = 0; for (int i = 0; i < 1000; i++) s += twice(i); return (void *)s; }
 
 int main(int argc, char **argv) {

@@ -84,6 +84,9 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         ],
         dropped: 3,
     };
+    profile.coverage = crate::model::Coverage {
+        native: vec![crate::model::NativeFunction { module: "/srv/app".into(), symbol: "_Z6unusedv".into() }],
+    };
     profile.events.call_trace = crate::trace::CallTrace {
         events_per_thread: 4,
         threads: vec![crate::trace::ThreadTrace {
