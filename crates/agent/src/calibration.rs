@@ -69,7 +69,14 @@ impl CostProbe {
             let (mut inner, mut outer) = (f64::MAX, f64::MAX);
             (self.enter)(PARENT);
             (self.pair)(CHILD); // the same two nodes every time: root → PARENT → CHILD
-            let child = state.tree.node(2).expect("the calibration child node");
+            // A probe that records nothing measures nothing: the native hooks' probes return at
+            // once on a thread whose thread-locals are gone (the final snapshot, taken while the
+            // process exits), and their fastest batch would then be "free".
+            let Some(child) = state.tree.node(2) else {
+                (self.leave)(PARENT);
+                return None;
+            };
+            let calls = child.calls.load(Relaxed);
             for _ in 0..BATCHES {
                 let before = child.total_ticks.load(Relaxed);
                 let start = clock::ticks();
@@ -82,14 +89,17 @@ impl CostProbe {
                 inner = inner.min(inside);
             }
             (self.leave)(PARENT);
-            MeasuredCost { inner_ticks: inner, outer_ticks: outer }
+            let recorded = child.calls.load(Relaxed).wrapping_sub(calls) == BATCH * BATCHES as u64;
+            recorded.then_some(MeasuredCost { inner_ticks: inner, outer_ticks: outer })
         });
-        let merged = match *best {
-            Some(b) => MeasuredCost {
-                inner_ticks: b.inner_ticks.min(measured.inner_ticks),
-                outer_ticks: b.outer_ticks.min(measured.outer_ticks),
+        let merged = match (*best, measured) {
+            (Some(b), Some(m)) => MeasuredCost {
+                inner_ticks: b.inner_ticks.min(m.inner_ticks),
+                outer_ticks: b.outer_ticks.min(m.outer_ticks),
             },
-            None => measured,
+            (Some(b), None) => b,
+            (None, Some(m)) => m,
+            (None, None) => return MeasuredCost { inner_ticks: 0.0, outer_ticks: 0.0 },
         };
         *best = Some(merged);
         merged

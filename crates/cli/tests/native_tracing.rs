@@ -29,6 +29,12 @@ fn record_native(exe: &Path, opts: &[&str], expect_stdout: &str) -> Value {
     assert_eq!(report["runtime"]["kind"], "native", "{}", report["runtime"]);
     assert_eq!(report["mode"], "tracing");
     check_invariants(&report);
+    // The hooks' cost inside each call is measured and subtracted (the final snapshot's
+    // measurement, taken while the process exits, once measured nothing and made it 0).
+    if report["timing"] == "exact" {
+        let inner = report["compensation"]["inner_ns_per_call"].as_f64().unwrap_or(0.0);
+        assert!(inner > 0.0, "compensation: {}", report["compensation"]);
+    }
     report
 }
 
