@@ -168,7 +168,7 @@ impl Renderer for JsonRenderer {
                     count: a.count,
                 })
             }),
-            coverage: (!profile.coverage.native.is_empty()).then(|| {
+            coverage: (!profile.coverage.native.is_empty()).then_some({
                 Seq(|| {
                     profile.function_coverage().into_iter().map(|f| CoverageView {
                         kind: "native",
@@ -182,7 +182,7 @@ impl Renderer for JsonRenderer {
                     })
                 })
             }),
-            call_trace: (!profile.events.call_trace.threads.is_empty()).then(|| CallTraceView {
+            call_trace: (!profile.events.call_trace.threads.is_empty()).then_some(CallTraceView {
                 events_per_thread: profile.events.call_trace.events_per_thread,
                 threads: Seq(|| {
                     profile.events.call_trace.threads.iter().map(|t| TracedThreadView {

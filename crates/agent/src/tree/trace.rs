@@ -123,7 +123,7 @@ mod tests {
             let ring = ring.clone();
             std::thread::spawn(move || {
                 for i in 0..2_000_000u64 {
-                    ring.push(i, (i % 1000) as u32, (i % 7) as u32, i % 2 == 0);
+                    ring.push(i, (i % 1000) as u32, (i % 7) as u32, i.is_multiple_of(2));
                 }
             })
         };
@@ -132,7 +132,10 @@ mod tests {
             let (first, events) = ring.read();
             for (k, e) in events.iter().enumerate() {
                 let i = first + k as u64;
-                assert_eq!((e.tick, e.method, e.depth, e.exit), (i, (i % 1000) as u32, (i % 7) as u32, i % 2 == 0));
+                assert_eq!(
+                    (e.tick, e.method, e.depth, e.exit),
+                    (i, (i % 1000) as u32, (i % 7) as u32, i.is_multiple_of(2))
+                );
             }
             reads += 1;
         }
