@@ -111,7 +111,7 @@ impl Renderer for ChromeRenderer {
                     serde_json::json!({
                         "name": profile.display_name(call.method), "cat": "call", "ph": "X", "pid": pid,
                         "tid": thread.os_tid, "ts": micros(call.start_ns),
-                        "dur": micros(call.end_ns - call.start_ns), "args": args,
+                        "dur": micros(call.end_ns.saturating_sub(call.start_ns)), "args": args,
                     }),
                 )?;
             }

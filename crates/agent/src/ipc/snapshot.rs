@@ -93,17 +93,26 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
     }
 }
 
-/// What every thread's call-trace ring holds (`--call-trace`).
+/// The most call-trace events one snapshot carries (about 10 bytes each once encoded): many
+/// threads with large rings would otherwise make a snapshot larger than a frame may be.
+const MAX_SNAPSHOT_TRACE_EVENTS: usize = 16 << 20;
+
+/// What every thread's call-trace ring holds (`--call-trace`): each thread's latest events, at
+/// most an equal share of [`MAX_SNAPSHOT_TRACE_EVENTS`] each (the older ones count as
+/// overwritten).
 fn call_trace(threads: &[std::sync::Arc<ThreadState>], ns_per_tick: f64) -> CallTrace {
     let size = crate::tree::trace::size();
     if size == 0 {
         return CallTrace::default();
     }
-    let threads = threads
-        .iter()
-        .filter_map(|t| {
-            let (overwritten, events) = t.trace()?.read();
-            let events = events
+    let rings: Vec<_> = threads.iter().filter_map(|t| Some((t.os_tid, t.trace()?))).collect();
+    let share = MAX_SNAPSHOT_TRACE_EVENTS / rings.len().max(1);
+    let threads = rings
+        .into_iter()
+        .map(|(os_tid, ring)| {
+            let (overwritten, events) = ring.read();
+            let cut = events.len().saturating_sub(share);
+            let events = events[cut..]
                 .iter()
                 .map(|e| TraceEvent {
                     ns: clock::tick_to_elapsed_ns(e.tick, ns_per_tick),
@@ -112,7 +121,7 @@ fn call_trace(threads: &[std::sync::Arc<ThreadState>], ns_per_tick: f64) -> Call
                     exit: e.exit,
                 })
                 .collect();
-            Some(ThreadTrace { os_tid: t.os_tid, overwritten, events })
+            ThreadTrace { os_tid, overwritten: overwritten + cut as u64, events }
         })
         .collect();
     CallTrace { events_per_thread: size, threads }
