@@ -106,6 +106,13 @@ if ! command -v uftrace >/dev/null; then
     apt_install uftrace
 fi
 
+# clang: the native tests build the same sources with clang too (-finstrument-functions is
+# inserted by each compiler its own way).
+if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
+    say "installing Debian's clang (the native tests build with gcc and clang)"
+    apt_install clang
+fi
+
 # A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
 # the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
 if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then

@@ -65,9 +65,18 @@ fn sum_calls(edges: &[(String, Option<String>, u64)], node: &str, parent: Option
 }
 
 #[test]
-fn c_recursion_pointers_longjmp_and_threads_are_counted_exactly() {
+fn c_recursion_pointers_longjmp_and_threads_are_counted_exactly_gcc() {
+    c_recursion_pointers_longjmp_and_threads("gcc");
+}
+
+#[test]
+fn c_recursion_pointers_longjmp_and_threads_are_counted_exactly_clang() {
+    c_recursion_pointers_longjmp_and_threads("clang");
+}
+
+fn c_recursion_pointers_longjmp_and_threads(compiler: &str) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let exe = build(dir.path(), "gcc", "calls.c", "calls");
+    let exe = build(dir.path(), compiler, "calls.c", "calls");
     let report = record_native(&exe, &[], "sum 725");
     for (function, expected) in
         [("main", 1), ("fib", 1973), ("twice", 4005), ("thrice", 5), ("jumper", 5), ("deep", 20), ("worker", 4)]
@@ -111,9 +120,18 @@ fn c_recursion_pointers_longjmp_and_threads_are_counted_exactly() {
 }
 
 #[test]
-fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly() {
+fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly_gcc() {
+    cpp_virtual_calls_exceptions_and_inlined_functions("g++");
+}
+
+#[test]
+fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly_clang() {
+    cpp_virtual_calls_exceptions_and_inlined_functions("clang++");
+}
+
+fn cpp_virtual_calls_exceptions_and_inlined_functions(compiler: &str) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let exe = build(dir.path(), "g++", "shapes.cpp", "shapes");
+    let exe = build(dir.path(), compiler, "shapes.cpp", "shapes");
     let report = record_native(&exe, &[], "total 31 caught 4");
     // Names are shown demangled; the JSON keeps the linker's.
     for (function, expected) in [
