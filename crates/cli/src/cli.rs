@@ -23,6 +23,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Render a recorded profile.
     Report(ReportArgs),
+    /// Compare two profiles: per method, self and total in both runs and the change.
+    Diff(DiffArgs),
     /// Watch a .NET program live: hot methods, refreshed every second (attach with --pid, or
     /// start one after --).
     Top(TopArgs),
@@ -38,6 +40,39 @@ pub enum Command {
     Pause(ControlArgs),
     /// Resume collection in a paused recording.
     Resume(ControlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The profile to compare against (before the change).
+    pub base: PathBuf,
+    /// The profile to compare (after the change).
+    pub new: PathBuf,
+    #[arg(short, long, value_enum, default_value_t = DiffFormatArg::Text)]
+    pub format: DiffFormatArg,
+    /// Write to this file instead of standard output.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// `total`: compare shares of each run's total (the base scaled to the new run's total), so
+    /// runs of different lengths compare; `none`: the raw figures.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = NormalizeArg::Total)]
+    pub normalize: NormalizeArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormatArg {
+    /// The change table.
+    Text,
+    /// The `sonde.diff/1` contract.
+    Json,
+    /// One page: a differential flame graph and the change table.
+    Html,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NormalizeArg {
+    Total,
+    None,
 }
 
 #[derive(Debug, Args)]

@@ -33,6 +33,7 @@ fn main() {
     let result = match cli.command {
         Command::Record(args) => record::record(args, &verbosity),
         Command::Report(args) => report::report(args).map(|()| 0),
+        Command::Diff(args) => report::diff(args).map(|()| 0),
         Command::Top(args) => top::top(args),
         Command::Dump(args) => dump::dump(args),
         Command::Sessions => control::sessions(),

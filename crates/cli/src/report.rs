@@ -1,6 +1,6 @@
 //! `sonde report`: render a profile file.
 
-use crate::cli::{FormatArg, ReportArgs};
+use crate::cli::{DiffArgs, DiffFormatArg, FormatArg, NormalizeArg, ReportArgs};
 use anyhow::{Context, Result};
 use sonde_render::{Format, renderer};
 use std::io::{BufWriter, Write};
@@ -47,6 +47,31 @@ pub fn report(args: ReportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `sonde diff BASE NEW`.
+pub fn diff(args: DiffArgs) -> Result<()> {
+    let load =
+        |path: &std::path::Path| sonde_profile::load(path).with_context(|| format!("cannot read {}", path.display()));
+    let (base, new) = (load(&args.base)?, load(&args.new)?);
+    let format = match args.format {
+        DiffFormatArg::Text => sonde_render::DiffFormat::Text,
+        DiffFormatArg::Json => sonde_render::DiffFormat::Json,
+        DiffFormatArg::Html => sonde_render::DiffFormat::Html,
+    };
+    let normalize = match args.normalize {
+        NormalizeArg::Total => sonde_profile::diff::Normalize::Total,
+        NormalizeArg::None => sonde_profile::diff::Normalize::None,
+    };
+    let mut buf = Vec::new();
+    sonde_render::write_diff(&base, &new, normalize, format, &mut buf).context("cannot compare the profiles")?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &buf).with_context(|| format!("cannot write {}", path.display())),
+        None => match std::io::stdout().lock().write_all(&buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other.context("cannot write the diff"),
+        },
+    }
 }
 
 /// `--lines METHOD`: the line table of the methods it names.

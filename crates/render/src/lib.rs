@@ -20,6 +20,7 @@
 
 mod chrome;
 mod collapsed;
+mod diff;
 mod flamegraph;
 pub mod fmt;
 mod html;
@@ -36,6 +37,7 @@ use sonde_profile::Profile;
 
 pub use chrome::ChromeRenderer;
 pub use collapsed::{CollapsedRenderer, MAX_COLLAPSED_BYTES};
+pub use diff::{DIFF_SCHEMA, DiffFormat, write_diff};
 pub use flamegraph::{FlamegraphRenderer, MAX_FLAMEGRAPH_STACK_BYTES};
 pub use html::HtmlRenderer;
 pub use json::{JsonRenderer, SCHEMA};
