@@ -23,7 +23,9 @@
 //                                           for SECONDS one caught exception every PERIOD_MS
 //                                           (none with PERIOD_MS 0) on the main thread while
 //                                           another thread allocates; prints the longest stall
-//                                           it saw between two allocations (stall_ms=…)
+//                                           it saw between two allocations (stall_ms=…) and
+//                                           how many stalls lasted 100 ms or more
+//                                           (long_stalls=…)
 //   Harm.exe fork CHILDREN                  (Mono) forks CHILDREN children that each exit()
 //                                           at once
 
@@ -387,6 +389,7 @@ namespace Acme
         {
             Fan(depth);
             double longest = 0;
+            int longStalls = 0;
             var allocator = new Thread(() =>
             {
                 var watch = Stopwatch.StartNew();
@@ -397,6 +400,7 @@ namespace Acme
                     keepAlive[n++ & 1023] = new byte[256];
                     double now = watch.Elapsed.TotalMilliseconds;
                     if (now - last > longest) longest = now - last;
+                    if (now - last >= 100) longStalls++;
                     last = now;
                 }
             });
@@ -412,7 +416,7 @@ namespace Acme
             }
             stop = true;
             allocator.Join();
-            Console.WriteLine("throws: caught={0} stall_ms={1:F1}", caught, longest);
+            Console.WriteLine("throws: caught={0} stall_ms={1:F1} long_stalls={2}", caught, longest, longStalls);
             return 0;
         }
 
