@@ -255,7 +255,7 @@ fn sleeps_are_not_cut_short() {
 /// thread stalls with it. The bug this guards against stalled the allocating thread for 300 ms
 /// and more at *every* throw; a busy machine (two cores, a test suite beside) also stalls a
 /// thread now and then, once by 354 ms. So the test counts the allocating thread's stalls of
-/// 100 ms or more: with a throw every 100 ms for 3 s (the bug: one per throw, a dozen or more)
+/// 100 ms or more: with a throw every 100 ms for 3 s (the bug: one per throw)
 /// at most 3 more than the same run without throws (and at least 5 throws: the bug made each
 /// loop 400 ms, 7 throws in 3 s).
 #[test]
