@@ -285,6 +285,16 @@ impl Metadata {
         heap.get(skip..skip + len).ok_or(Unreadable("blob out of range"))
     }
 
+    /// How many methods the module defines (MethodDef rows; tokens `0x06000001` on).
+    pub fn method_count(&self) -> u32 {
+        self.tables[METHOD_DEF].rows
+    }
+
+    /// The RVA of MethodDef row `row`'s body (0 for an abstract, runtime or P/Invoke method).
+    pub fn method_rva(&self, row: u32) -> Result<u32> {
+        self.cell(METHOD_DEF, row, 0)
+    }
+
     /// `Namespace.Type.Method` and the decoded signature of MethodDef `method` (a token), spelt
     /// as the runtimes' readers spell them.
     pub fn method_name_and_signature(&self, method: u32) -> Result<(String, String)> {
@@ -407,8 +417,6 @@ pub fn pe_metadata_range(len: u64, read: &mut dyn FnMut(u64, &mut [u8]) -> bool)
     if u32_at(&head, pe)? != 0x0000_4550 {
         return Err(Unreadable("no PE signature"));
     }
-    let sections = usize::from(u16_at(&head, pe + 6)?);
-    let optional_size = usize::from(u16_at(&head, pe + 20)?);
     let optional = pe + 24;
     let directories = match u16_at(&head, optional)? {
         0x10b => optional + 96,
@@ -416,24 +424,30 @@ pub fn pe_metadata_range(len: u64, read: &mut dyn FnMut(u64, &mut [u8]) -> bool)
         _ => return Err(Unreadable("unknown optional header")),
     };
     let cli_rva = u32_at(&head, directories + 14 * 8)?;
-    let section_table = optional + optional_size;
-    let to_offset = |rva: u32| -> Result<u64> {
-        for i in 0..sections {
-            let s = section_table + i * 40;
-            let (virtual_size, virtual_address) = (u32_at(&head, s + 8)?, u32_at(&head, s + 12)?);
-            let raw = u32_at(&head, s + 20)?;
-            if rva >= virtual_address && rva - virtual_address < virtual_size.max(u32_at(&head, s + 16)?) {
-                return Ok(u64::from(raw) + u64::from(rva - virtual_address));
-            }
-        }
-        Err(Unreadable("RVA outside every section"))
-    };
+    let to_offset = |rva: u32| pe_rva_to_offset(&head, rva);
     let mut cli = [0u8; 16];
     if cli_rva == 0 || !read(to_offset(cli_rva)?, &mut cli) {
         return Err(Unreadable("no CLI header"));
     }
     let (metadata_rva, size) = (u32_at(&cli, 8)?, u32_at(&cli, 12)? as usize);
     Ok((to_offset(metadata_rva)?, size))
+}
+
+/// The file offset of `rva` in a PE file whose headers (at least through the section table) are
+/// `head`.
+pub fn pe_rva_to_offset(head: &[u8], rva: u32) -> Result<u64> {
+    let pe = u32_at(head, 0x3c)? as usize;
+    let sections = usize::from(u16_at(head, pe + 6)?);
+    let section_table = pe + 24 + usize::from(u16_at(head, pe + 20)?);
+    for i in 0..sections {
+        let s = section_table + i * 40;
+        let (virtual_size, virtual_address) = (u32_at(head, s + 8)?, u32_at(head, s + 12)?);
+        let raw = u32_at(head, s + 20)?;
+        if rva >= virtual_address && rva - virtual_address < virtual_size.max(u32_at(head, s + 16)?) {
+            return Ok(u64::from(raw) + u64::from(rva - virtual_address));
+        }
+    }
+    Err(Unreadable("RVA outside every section"))
 }
 
 #[cfg(test)]
