@@ -451,7 +451,8 @@ pub fn attribute(counts: NodeEvents, walk: impl FnOnce(&mut Vec<u64>) -> bool) {
                 crate::sampling::record_event_stack(threads::gettid_cached(), frames, truncated, counts);
             }
         }
-        None => {}
+        // Coverage mode keeps no tree (and asks for no events).
+        Some(Mode::Coverage) | None => {}
     }
 }
 

@@ -142,6 +142,9 @@ pub enum ModeArg {
     Sampling,
     /// Enter/leave hooks on every traced method: exact call counts.
     Tracing,
+    /// Counters inserted into the program's code (CoreCLR, a program sonde starts): which
+    /// methods, blocks and source lines ran, and how often (docs/COVERAGE.md).
+    Coverage,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -121,7 +121,7 @@ fn snapshot(served: &Served, to: &std::path::Path, force: bool) -> Result<String
     let path = output.save(&profile, served.pid, true)?;
     Ok(match profile.run.mode {
         Mode::Sampling => format!("wrote {}: {} samples of process {}", path.display(), count(samples), served.pid),
-        Mode::Tracing => format!("wrote {}: a snapshot of process {}", path.display(), served.pid),
+        Mode::Tracing | Mode::Coverage => format!("wrote {}: a snapshot of process {}", path.display(), served.pid),
     })
 }
 
@@ -140,10 +140,7 @@ pub fn sessions() -> Result<i32> {
             "{:>8} {:>8}  {:<8} {:<9} {:<7} {}",
             s.id,
             s.pid,
-            match s.mode {
-                Mode::Sampling => "sampling",
-                Mode::Tracing => "tracing",
-            },
+            s.mode.as_str(),
             if s.attached { "attached" } else { "launched" },
             if s.paused { "paused" } else { "running" },
             Clean(&s.command.join(" "))

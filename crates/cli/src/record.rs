@@ -57,7 +57,17 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if args.call_trace.is_some() {
         check_call_trace(&args)?;
     }
-    if args.async_stacks && args.mode() == ModeArg::Tracing {
+    if args.mode() == ModeArg::Coverage {
+        if args.pid.is_some() {
+            anyhow::bail!(
+                "--mode coverage needs a program sonde starts: a running process has compiled its methods already"
+            );
+        }
+        if args.command.first().is_some_and(|p| launch::is_mono(p)) {
+            anyhow::bail!("--mode coverage needs CoreCLR (run the program with dotnet): Mono is not supported yet");
+        }
+    }
+    if args.async_stacks && args.mode() != ModeArg::Sampling {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
     }
     if args.async_stacks && args.command.first().is_some_and(|p| launch::is_mono(p)) {
@@ -186,6 +196,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         mode: match args.mode() {
             ModeArg::Tracing => Mode::Tracing,
             ModeArg::Sampling => Mode::Sampling,
+            ModeArg::Coverage => Mode::Coverage,
         },
         timing: match args.timing {
             TimingArg::Exact => Timing::Exact,
@@ -193,7 +204,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         },
         filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
         interval_us: match args.mode() {
-            ModeArg::Tracing => args.interval_us,
+            ModeArg::Tracing | ModeArg::Coverage => args.interval_us,
             ModeArg::Sampling => (1_000_000 / args.rate).max(1),
         },
         clock: match args.clock {

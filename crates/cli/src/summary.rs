@@ -13,6 +13,19 @@ pub fn print(profile: &Profile, path: &Path) {
     let profile = &*sonde_profile::view::apply(profile, sonde_profile::view::View::default());
     let analysis = Analysis::new(profile);
     let totals = analysis.totals();
+    if profile.run.mode == Mode::Coverage {
+        let lines = &profile.coverage.lines;
+        let ran = lines.iter().filter(|l| l.hits > 0).count();
+        let entered = profile.coverage.managed.iter().filter(|m| m.calls() > 0).count();
+        crate::say!(
+            "sonde: pid {}: {entered} of {} rewritten methods ran; {ran} of {} source lines → {}",
+            profile.run.pid,
+            count(profile.coverage.managed.len() as u64),
+            count(lines.len() as u64),
+            Clean(&path.display().to_string())
+        );
+        return;
+    }
     let sampling = profile.run.mode == Mode::Sampling;
     let what = if sampling {
         format!("{} samples", count(totals.total_samples))

@@ -116,6 +116,9 @@ pub fn top(args: TopArgs) -> Result<i32> {
     };
     let mut options = Options::sampling_with(args.rate, clock);
     options.program_output = false;
+    if args.mode == ModeArg::Coverage {
+        anyhow::bail!("sonde top shows sampling or tracing: record coverage with sonde record --mode coverage");
+    }
     if args.mode == ModeArg::Tracing {
         options.config.mode = Mode::Tracing;
         options.config.interval_us = 1000;
@@ -397,6 +400,6 @@ fn counters_line(profile: &Profile, c: &Counters) -> String {
 fn total_weight(profile: &Profile) -> u64 {
     match profile.run.mode {
         Mode::Sampling => profile.nodes.iter().map(|n| n.self_samples).sum(),
-        Mode::Tracing => profile.nodes.iter().map(|n| n.calls).sum(),
+        Mode::Tracing | Mode::Coverage => profile.nodes.iter().map(|n| n.calls).sum(),
     }
 }

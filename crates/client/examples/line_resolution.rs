@@ -66,7 +66,7 @@ fn main() {
         .collect();
     for pass in ["symbols read", "symbols cached"] {
         let start = Instant::now();
-        let sources = resolve(records.iter(), &lines, &node_offsets);
+        let (sources, _) = resolve(records.iter(), &lines, &node_offsets, &[]);
         let took = start.elapsed();
         println!(
             "{pass}: {} methods, {} offsets, {} node offsets → {} lines, {} node lines in {:.1} ms ({:.0} ns per offset)",

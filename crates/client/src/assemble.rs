@@ -45,7 +45,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     // Sampling mode's times come from samples, exactly like tracing with sampled timing.
     let timing = match hello.mode {
         Mode::Sampling => Timing::Sampled,
-        Mode::Tracing => hello.timing,
+        Mode::Tracing | Mode::Coverage => hello.timing,
     };
     let cost = match (hello.mode, timing) {
         (Mode::Tracing, Timing::Exact) => snapshot.hook_cost,
@@ -148,7 +148,8 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         timeline: snapshot.timeline.clone(),
         call_trace: snapshot.call_trace.clone(),
     };
-    let sources = crate::sources::resolve(session.methods.values(), &snapshot.lines, &node_offsets);
+    let (sources, coverage_lines) =
+        crate::sources::resolve(session.methods.values(), &snapshot.lines, &node_offsets, &snapshot.coverage);
     // session.methods is a BTreeMap: ascending ids, as the profile wants them.
     let instantiations = session
         .methods
@@ -161,7 +162,10 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         })
         .collect();
     let framework = Some(framework_methods(session, &run.command, hello.pid));
-    let coverage = if run.mode == Mode::Tracing { native_coverage(&methods) } else { Default::default() };
+    let mut coverage = if run.mode == Mode::Tracing { native_coverage(&methods) } else { Default::default() };
+    coverage.managed = snapshot.coverage.clone();
+    coverage.managed.sort_by_key(|b| b.method);
+    coverage.lines = coverage_lines;
     let profile = Profile { sources, events, run, methods, threads, nodes, instantiations, framework, coverage };
     profile.validate().ok()?;
     Some(profile)
@@ -183,7 +187,7 @@ fn native_coverage(methods: &[Method]) -> sonde_profile::Coverage {
             symbols.into_iter().map(|symbol| sonde_profile::NativeFunction { module: module.to_string(), symbol })
         })
         .collect();
-    sonde_profile::Coverage { native }
+    sonde_profile::Coverage { native, ..Default::default() }
 }
 
 /// The ids of the managed methods that are framework code, ascending (`sonde_profile::origin`):

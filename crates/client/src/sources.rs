@@ -7,7 +7,7 @@
 //! symbols are read once per controller process; a file that cannot be used (damaged, or built
 //! from another version of the module) gives no lines, never wrong ones, and one warning.
 
-use sonde_profile::{LineSamples, NodeLine, SourceLine, Sources};
+use sonde_profile::{LineHits, LineSamples, MethodBlocks, NodeLine, SourceLine, Sources};
 use sonde_protocol::{LineRecord, MethodRecord};
 use sonde_symbols::AssemblySymbols;
 use std::collections::{BTreeMap, HashMap};
@@ -55,13 +55,15 @@ pub struct NodeOffset {
     pub samples: u64,
 }
 
-/// The source locations of `methods` (by id), of the samples in `lines`, and of the nodes'
-/// samples in `node_offsets`.
+/// The source locations of `methods` (by id), of the samples in `lines`, of the nodes' samples
+/// in `node_offsets`, and the lines of coverage mode's `blocks` with how often each ran (a line
+/// ran as often as the block holding its sequence point; of several points, the most).
 pub fn resolve<'a>(
     methods: impl Iterator<Item = &'a MethodRecord>,
     lines: &[LineRecord],
     node_offsets: &[NodeOffset],
-) -> Sources {
+    blocks: &[MethodBlocks],
+) -> (Sources, Vec<LineHits>) {
     let mut files = Files::default();
     let mut tokens: HashMap<u32, (Arc<AssemblySymbols>, u32)> = HashMap::new();
     let mut method_lines = Vec::new();
@@ -101,7 +103,17 @@ pub fn resolve<'a>(
         *by_node.entry((n.node, at)).or_default() += n.samples;
     }
     let node_lines = by_node.into_iter().map(|((node, at), samples)| NodeLine { node, at, samples }).collect();
-    Sources { files: files.names, methods: method_lines, lines, node_lines }
+    let mut hits: BTreeMap<(u32, SourceLine), u64> = BTreeMap::new();
+    for b in blocks {
+        let Some((symbols, token)) = tokens.get(&b.method) else { continue };
+        let Some(points) = tables.points(b.method, symbols, *token, &mut files) else { continue };
+        for &(offset, at) in points {
+            let h = hits.entry((b.method, at)).or_default();
+            *h = (*h).max(b.hits_at(offset));
+        }
+    }
+    let hits = hits.into_iter().map(|((method, at), hits)| LineHits { method, at, hits }).collect();
+    (Sources { files: files.names, methods: method_lines, lines, node_lines }, hits)
 }
 
 /// Methods' sequence points, decoded at their first lookup, with their files in the profile's
@@ -125,6 +137,19 @@ impl Tables {
         il_offset: u32,
         files: &mut Files,
     ) -> Option<SourceLine> {
+        let points = self.points(method, symbols, token, files)?;
+        let after = points.partition_point(|&(offset, _)| offset <= il_offset);
+        after.checked_sub(1).map(|i| points[i].1)
+    }
+
+    /// The points `(IL offset, line)` of `method`, in IL order, decoded at the first call.
+    fn points(
+        &mut self,
+        method: u32,
+        symbols: &Arc<AssemblySymbols>,
+        token: u32,
+        files: &mut Files,
+    ) -> Option<&[(u32, SourceLine)]> {
         let known = &mut self.files;
         let points = self.points.entry(method).or_insert_with(|| {
             let key = Arc::as_ptr(symbols) as usize;
@@ -143,9 +168,7 @@ impl Tables {
             }
             Some(table)
         });
-        let points = points.as_ref()?;
-        let after = points.partition_point(|&(offset, _)| offset <= il_offset);
-        after.checked_sub(1).map(|i| points[i].1)
+        points.as_deref()
     }
 }
 

@@ -560,6 +560,41 @@ impl ProfilerInfo {
         format!("{bare}<{}>", inner.join(", "))
     }
 
+    /// A copy of the IL body of MethodDef `token` in `module` (`GetILFunctionBody`): its header,
+    /// code and exception sections.
+    pub fn il_function_body(&self, module: ModuleID, token: u32) -> Result<Vec<u8>, HResult> {
+        let (mut body, mut size): (LPCBYTE, ULONG) = (std::ptr::null(), 0);
+        call!(self.GetILFunctionBody(module, token, &mut body, &mut size))?;
+        if body.is_null() {
+            return Err(HResult(E_FAIL));
+        }
+        // SAFETY: the runtime returned `size` readable bytes at `body`, alive with the module.
+        Ok(unsafe { std::slice::from_raw_parts(body, size as usize) }.to_vec())
+    }
+
+    /// Gives MethodDef `token` of `module` the IL body `body` before its first compilation
+    /// (`SetILFunctionBody`), copied into memory from the module's allocator (the runtime keeps
+    /// it for the module's lifetime).
+    pub fn set_il_function_body(&self, module: ModuleID, token: u32, body: &[u8]) -> Result<(), HResult> {
+        let mut malloc: *mut IMethodMalloc = std::ptr::null_mut();
+        call!(self.GetILFunctionBodyAllocator(module, &mut malloc))?;
+        let Some(malloc) = NonNull::new(malloc) else { return Err(HResult(E_FAIL)) };
+        let size = ULONG::try_from(body.len()).map_err(|_| HResult(E_FAIL))?;
+        // SAFETY: `malloc` is a live IMethodMalloc the runtime just handed out (one reference,
+        // released below); Alloc returns `size` writable bytes or null.
+        let memory = unsafe { ((*(*malloc.as_ptr()).vtbl).Alloc)(malloc.as_ptr(), size) }.cast::<u8>();
+        let result = if memory.is_null() {
+            Err(HResult(E_FAIL))
+        } else {
+            // SAFETY: `memory` holds `size` bytes, which nothing else uses yet.
+            unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), memory, body.len()) };
+            call!(self.SetILFunctionBody(module, token, memory))
+        };
+        // SAFETY: releases the reference GetILFunctionBodyAllocator gave us.
+        unsafe { ((*(*malloc.as_ptr()).vtbl).Release)(malloc.as_ptr()) };
+        result
+    }
+
     /// A module's path as the runtime loaded it (empty or a display name for a module that has
     /// no file: dynamic, or loaded from bytes), and its assembly's name.
     pub fn module_path_and_assembly(&self, module: ModuleID) -> Result<(String, String), HResult> {

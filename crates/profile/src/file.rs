@@ -35,13 +35,15 @@
 //! | `framework` | `Profile::framework` (ids of managed framework methods, `crate::origin`) | version 2 |
 //! | `node_lines` | `Sources::node_lines` ([`crate::model::NodeLine`]: each node's samples by line) | version 2 |
 //! | `coverage` | `Profile::coverage` ([`crate::model::Coverage`]: the instrumented functions that could have run) | version 2 |
+//! | `coverage_blocks` | `Coverage::managed` ([`crate::model::MethodBlocks`]: coverage mode's blocks) | version 2 |
+//! | `coverage_lines` | `Coverage::lines` ([`crate::model::LineHits`]: coverage mode's lines) | version 2 |
 //! | `call_trace` | `RuntimeEvents::call_trace` ([`crate::trace::CallTrace`]: each thread's latest calls) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::model::{Allocations, InvalidProfile, Profile, RuntimeEvents};
+use crate::model::{Allocations, Coverage, InvalidProfile, Profile, RuntimeEvents};
 
 /// The first eight bytes of every profile file.
 pub const MAGIC: [u8; 8] = *b"SONDEPRF";
@@ -191,8 +193,14 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if let Some(framework) = &profile.framework {
         list.push(("framework".to_string(), encode(framework)));
     }
-    if profile.coverage != Default::default() {
+    if !profile.coverage.native.is_empty() {
         list.push(("coverage".to_string(), encode(&profile.coverage)));
+    }
+    if !profile.coverage.managed.is_empty() {
+        list.push(("coverage_blocks".to_string(), encode(&profile.coverage.managed)));
+    }
+    if !profile.coverage.lines.is_empty() {
+        list.push(("coverage_lines".to_string(), encode(&profile.coverage.lines)));
     }
     list
 }
@@ -222,7 +230,12 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "node_lines" => profile.sources.node_lines = postcard::from_bytes(bytes)?,
             "instantiations" => profile.instantiations = postcard::from_bytes(bytes)?,
             "framework" => profile.framework = Some(postcard::from_bytes(bytes)?),
-            "coverage" => profile.coverage = postcard::from_bytes(bytes)?,
+            "coverage" => {
+                let Coverage { native, .. } = postcard::from_bytes(bytes)?;
+                profile.coverage.native = native;
+            }
+            "coverage_blocks" => profile.coverage.managed = postcard::from_bytes(bytes)?,
+            "coverage_lines" => profile.coverage.lines = postcard::from_bytes(bytes)?,
             _ => {}
         }
     }

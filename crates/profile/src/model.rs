@@ -18,6 +18,9 @@ pub enum Mode {
     Tracing,
     /// Periodic stack samples.
     Sampling,
+    /// Counters inserted into the code (IL rewriting): which blocks, lines and methods ran, and
+    /// how often; no call tree.
+    Coverage,
 }
 
 impl Mode {
@@ -25,6 +28,7 @@ impl Mode {
         match self {
             Mode::Tracing => "tracing",
             Mode::Sampling => "sampling",
+            Mode::Coverage => "coverage",
         }
     }
 }
@@ -224,6 +228,43 @@ pub struct Profile {
 pub struct Coverage {
     /// By file, then name; once each.
     pub native: Vec<NativeFunction>,
+    /// Coverage mode: each rewritten method's blocks and how often each ran, by method id
+    /// (the file's `coverage_blocks` extension).
+    #[serde(skip)]
+    pub managed: Vec<MethodBlocks>,
+    /// Coverage mode: each covered method's source lines and how often each ran, by method then
+    /// file and line (the file's `coverage_lines` extension), from the blocks and the symbols.
+    #[serde(skip)]
+    pub lines: Vec<LineHits>,
+}
+
+/// One rewritten method's basic blocks: `(IL offset of the block's first instruction, times it
+/// ran)`, ascending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodBlocks {
+    pub method: u32,
+    pub blocks: Vec<(u32, u64)>,
+}
+
+impl MethodBlocks {
+    /// How often the method was entered (its first block's count).
+    pub fn calls(&self) -> u64 {
+        self.blocks.first().filter(|b| b.0 == 0).map_or(0, |b| b.1)
+    }
+
+    /// How often the block containing `il_offset` ran.
+    pub fn hits_at(&self, il_offset: u32) -> u64 {
+        let after = self.blocks.partition_point(|&(o, _)| o <= il_offset);
+        after.checked_sub(1).map_or(0, |i| self.blocks[i].1)
+    }
+}
+
+/// A source line of a covered method and how often it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineHits {
+    pub method: u32,
+    pub at: SourceLine,
+    pub hits: u64,
 }
 
 /// One instrumented function of [`Profile::function_coverage`].
@@ -239,6 +280,18 @@ pub struct FunctionCoverage<'a> {
     pub calls: u64,
 }
 
+/// One rewritten method of coverage mode ([`Profile::method_coverage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodCoverage<'a> {
+    pub method: u32,
+    /// How often it was entered.
+    pub calls: u64,
+    /// Its source file, when its symbols were found.
+    pub file: Option<&'a str>,
+    /// Its lines and how often each ran, ascending.
+    pub lines: Vec<(u32, u64)>,
+}
+
 impl FunctionCoverage<'_> {
     /// `library!function` as reports show it (C++ demangled, without parameters).
     pub fn display_name(&self) -> String {
@@ -249,6 +302,26 @@ impl FunctionCoverage<'_> {
 }
 
 impl Profile {
+    /// Coverage mode: every rewritten method, by id, with its calls and source lines.
+    pub fn method_coverage(&self) -> Vec<MethodCoverage<'_>> {
+        let lines = &self.coverage.lines;
+        self.coverage
+            .managed
+            .iter()
+            .map(|m| {
+                let start = lines.partition_point(|l| l.method < m.method);
+                let end = lines.partition_point(|l| l.method <= m.method);
+                let mine = &lines[start..end];
+                MethodCoverage {
+                    method: m.method,
+                    calls: m.calls(),
+                    file: mine.first().map(|l| self.sources.file(l.at)),
+                    lines: mine.iter().map(|l| (l.at.line, l.hits)).collect(),
+                }
+            })
+            .collect()
+    }
+
     /// Function coverage: every instrumented native function of [`Profile::coverage`] with its
     /// calls in the call tree, in the coverage's order.
     pub fn function_coverage(&self) -> Vec<FunctionCoverage<'_>> {

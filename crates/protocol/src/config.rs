@@ -339,6 +339,7 @@ impl AgentConfig {
             config.mode = match mode.as_str() {
                 "tracing" => Mode::Tracing,
                 "sampling" => Mode::Sampling,
+                "coverage" => Mode::Coverage,
                 _ => return Err(ConfigError::UnknownMode(mode)),
             };
         }

@@ -164,6 +164,7 @@ mod tests {
                 }],
             },
             lines: vec![LineRecord { method: 0, il_offset: 12, self_samples: 3, total_samples: 5 }],
+            coverage: vec![sonde_profile::MethodBlocks { method: 0, blocks: vec![(0, 3), (12, 1)] }],
             call_trace: sonde_profile::CallTrace {
                 events_per_thread: 8,
                 threads: vec![sonde_profile::ThreadTrace {

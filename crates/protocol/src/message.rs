@@ -13,7 +13,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -192,6 +192,8 @@ pub struct Snapshot {
     pub timeline: Timeline,
     /// What each thread's call-trace ring holds now (`--call-trace`; empty without one).
     pub call_trace: sonde_profile::CallTrace,
+    /// Coverage mode: every rewritten method's blocks and their counts so far.
+    pub coverage: Vec<sonde_profile::MethodBlocks>,
     /// Sampling mode: samples by method and IL offset so far, where the runtime maps the code
     /// back to IL (managed frames).
     pub lines: Vec<LineRecord>,

@@ -76,7 +76,7 @@ impl Renderer for FlamegraphRenderer {
             run.runtime.kind,
             run.runtime.version,
             match run.mode {
-                sonde_profile::Mode::Tracing => "time",
+                sonde_profile::Mode::Tracing | sonde_profile::Mode::Coverage => "time",
                 sonde_profile::Mode::Sampling => "samples",
             },
         ));

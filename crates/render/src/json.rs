@@ -168,18 +168,32 @@ impl Renderer for JsonRenderer {
                     count: a.count,
                 })
             }),
-            coverage: (!profile.coverage.native.is_empty()).then_some({
+            coverage: (!profile.coverage.native.is_empty() || !profile.coverage.managed.is_empty()).then_some({
                 Seq(|| {
-                    profile.function_coverage().into_iter().map(|f| CoverageView {
+                    let native = profile.function_coverage().into_iter().map(|f| CoverageView {
                         kind: "native",
                         assembly: f.library,
                         module: f.module,
                         method: f.symbol,
                         display_name: f.display_name(),
                         file: None,
-                        lines: [],
+                        lines: Vec::new(),
                         calls: f.calls,
-                    })
+                    });
+                    let managed = profile.method_coverage().into_iter().map(|m| {
+                        let method = &profile.methods[m.method as usize];
+                        CoverageView {
+                            kind: "managed",
+                            assembly: &method.assembly,
+                            module: &method.module,
+                            method: &method.name,
+                            display_name: profile.display_name(m.method).into_owned(),
+                            file: m.file,
+                            lines: m.lines.iter().map(|&(line, hits)| LineHitsView { line, hits }).collect(),
+                            calls: m.calls,
+                        }
+                    });
+                    native.chain(managed)
                 })
             }),
             call_trace: (!profile.events.call_trace.threads.is_empty()).then_some(CallTraceView {
@@ -254,8 +268,14 @@ struct CoverageView<'a> {
     method: &'a str,
     display_name: String,
     file: Option<&'a str>,
-    lines: [u8; 0],
+    lines: Vec<LineHitsView>,
     calls: u64,
+}
+
+#[derive(Serialize)]
+struct LineHitsView {
+    line: u32,
+    hits: u64,
 }
 
 #[derive(Serialize)]

@@ -202,7 +202,7 @@ impl Renderer for PprofRenderer {
                 header.period = int(run.sample_interval_ns);
                 header.default_sample_type = strings.intern("cpu");
             }
-            Mode::Tracing => {
+            Mode::Tracing | Mode::Coverage => {
                 header.sample_type =
                     vec![strings.value_type("calls", "count"), strings.value_type("wall", "nanoseconds")];
                 // Tracing sees every call: one call per count.
@@ -366,7 +366,7 @@ fn for_each_sample(
                 };
                 [node.self_samples, ns]
             }
-            Mode::Tracing => [node.calls, node.self_ns],
+            Mode::Tracing | Mode::Coverage => [node.calls, node.self_ns],
         };
         let e = profile.events.node(id).copied().unwrap_or_default();
         [count, time, e.alloc_count, e.alloc_bytes, e.wait_ns, e.exceptions_thrown]

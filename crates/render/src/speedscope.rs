@@ -106,7 +106,7 @@ impl Renderer for SpeedscopeRenderer {
         }
         out.write_all(b"]},\n\"profiles\":[")?;
         let unit = match mode {
-            Mode::Tracing => "nanoseconds",
+            Mode::Tracing | Mode::Coverage => "nanoseconds",
             Mode::Sampling => "none",
         };
         let stacks = Stacks { profile, tree: &tree, weight: &weight, self_of: &time, unit, markers: &markers };

@@ -51,7 +51,7 @@ pub(crate) fn too_large(format: &str, size: u64, limit: u64, unit: &str) -> io::
 /// sampling.
 pub(crate) fn self_weight(mode: Mode, node: &Node) -> u64 {
     match mode {
-        Mode::Tracing => node.self_ns,
+        Mode::Tracing | Mode::Coverage => node.self_ns,
         Mode::Sampling => node.self_samples,
     }
 }
@@ -59,7 +59,7 @@ pub(crate) fn self_weight(mode: Mode, node: &Node) -> u64 {
 /// The unit of [`self_weight`], as a short plural noun.
 pub(crate) fn weight_unit(mode: Mode) -> &'static str {
     match mode {
-        Mode::Tracing => "ns",
+        Mode::Tracing | Mode::Coverage => "ns",
         Mode::Sampling => "samples",
     }
 }

@@ -29,6 +29,11 @@ impl Renderer for TextRenderer {
         // Many small writes: buffer them rather than make one system call per cell.
         let mut out = BufWriter::new(out);
         header(&mut out, &view)?;
+        if profile.run.mode == Mode::Coverage {
+            // No call tree: what ran, not how long.
+            coverage(&mut out, &view)?;
+            return out.flush();
+        }
         hot_methods(&mut out, &view)?;
         hot_path_section(&mut out, &view)?;
         runtime_events(&mut out, &view)?;
@@ -115,6 +120,7 @@ fn header(out: &mut impl Write, view: &View) -> io::Result<()> {
         }
         (Mode::Tracing, None) => "tracing".to_owned(),
         (Mode::Sampling, _) => format!("sampling{}", every(run.sample_interval_ns)),
+        (Mode::Coverage, _) => "coverage".to_owned(),
     };
     let exit = match (run.exit_code, run.signal) {
         (Some(code), _) => code.to_string(),
@@ -358,10 +364,53 @@ fn contention(out: &mut impl Write, view: &View) -> io::Result<()> {
     Ok(())
 }
 
+/// The most lines or functions listed as never run, per section (the JSON has them all).
+const NEVER_LISTED: usize = 20;
+
+/// Coverage mode: per source file, how many of the covered methods' lines ran, then the lines
+/// that never did (the first [`NEVER_LISTED`]).
+fn line_coverage(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let profile = view.profile;
+    if profile.coverage.lines.is_empty() {
+        return Ok(());
+    }
+    let mut by_file: std::collections::BTreeMap<&str, (usize, usize, Vec<u32>)> = Default::default();
+    for l in &profile.coverage.lines {
+        let entry = by_file.entry(profile.sources.file(l.at)).or_default();
+        entry.1 += 1;
+        if l.hits > 0 {
+            entry.0 += 1;
+        } else {
+            entry.2.push(l.at.line);
+        }
+    }
+    writeln!(out, "\nLine coverage (lines of the methods that were compiled):")?;
+    let mut never = Vec::new();
+    for (file, (ran, all, missed)) in &by_file {
+        let share = *ran as f64 * 100.0 / *all as f64;
+        writeln!(out, "  {share:>5.1}%  {ran} of {all}  {}", Clean(file))?;
+        let short = file.rsplit(['/', '\\']).next().unwrap_or(file);
+        let mut missed = missed.clone();
+        missed.sort_unstable();
+        missed.dedup();
+        never.extend(missed.into_iter().map(|line| format!("{short}:{line}")));
+    }
+    if !never.is_empty() {
+        writeln!(out, "  never ran:")?;
+        for place in never.iter().take(NEVER_LISTED) {
+            writeln!(out, "    {}", Clean(place))?;
+        }
+        if never.len() > NEVER_LISTED {
+            writeln!(out, "    … and {} more (sonde report --format json: `coverage`)", never.len() - NEVER_LISTED)?;
+        }
+    }
+    Ok(())
+}
+
 /// Function coverage (instrumented native code): per file, how many of its functions ran, and
 /// the ones that never did (the first [`NEVER_LISTED`]; the JSON's `coverage` lists them all).
 fn coverage(out: &mut impl Write, view: &View) -> io::Result<()> {
-    const NEVER_LISTED: usize = 20;
+    line_coverage(out, view)?;
     let functions = view.profile.function_coverage();
     if functions.is_empty() {
         return Ok(());

@@ -60,7 +60,7 @@ fn write(path: &Path, format: Format, profile: &Profile) {
 fn weight(profile: &Profile, node: usize) -> u64 {
     let n = &profile.nodes[node];
     match profile.run.mode {
-        Mode::Tracing => n.self_ns,
+        Mode::Tracing | Mode::Coverage => n.self_ns,
         Mode::Sampling => n.self_samples,
     }
 }
@@ -118,7 +118,7 @@ fn pprof_expectation(profile: &Profile) -> Value {
         .flat_map(|i| {
             let n = &profile.nodes[i];
             let mut values = match run.mode {
-                Mode::Tracing => [n.calls, n.self_ns],
+                Mode::Tracing | Mode::Coverage => [n.calls, n.self_ns],
                 Mode::Sampling => [n.self_samples, n.self_ns],
             };
             let mut leaf_first = stack(profile, i);
@@ -139,7 +139,7 @@ fn pprof_expectation(profile: &Profile) -> Value {
         })
         .collect();
     let (types, default) = match run.mode {
-        Mode::Tracing => (["calls/count", "wall/nanoseconds"], "wall"),
+        Mode::Tracing | Mode::Coverage => (["calls/count", "wall/nanoseconds"], "wall"),
         Mode::Sampling => (["samples/count", "cpu/nanoseconds"], "cpu"),
     };
     json!({

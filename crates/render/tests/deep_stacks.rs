@@ -51,7 +51,7 @@ fn render(format: Format, profile: &Profile) -> Vec<u8> {
 fn weight(profile: &Profile, node: usize) -> u64 {
     let n = &profile.nodes[node];
     match profile.run.mode {
-        Mode::Tracing => n.self_ns,
+        Mode::Tracing | Mode::Coverage => n.self_ns,
         Mode::Sampling => n.self_samples,
     }
 }
@@ -158,7 +158,7 @@ fn pprof_cuts_deep_stacks_and_keeps_every_value() {
         let depth = depths(&profile);
         let decoded = pprof_text::decode(&render(Format::Pprof, &profile));
         let values = |n: &sonde_profile::Node| match mode {
-            Mode::Tracing => [n.calls, n.self_ns],
+            Mode::Tracing | Mode::Coverage => [n.calls, n.self_ns],
             Mode::Sampling => [n.self_samples, n.self_ns],
         };
         let sum = |deep: bool| {

@@ -27,7 +27,7 @@ fn self_weight_sum(profile: &Profile) -> u64 {
         .nodes
         .iter()
         .map(|n| match profile.run.mode {
-            Mode::Tracing => n.self_ns,
+            Mode::Tracing | Mode::Coverage => n.self_ns,
             Mode::Sampling => n.self_samples,
         })
         .sum()

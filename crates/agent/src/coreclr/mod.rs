@@ -12,6 +12,7 @@
 //!
 //! Everything here runs off the hot path (at JIT time or on rare runtime events).
 
+pub mod coverage;
 mod eventpipe;
 mod frames;
 pub mod hooks;
@@ -56,6 +57,7 @@ impl ProfilerCallback for Clr {
         let set_up = |config: &AgentConfig| match config.mode {
             Mode::Tracing => start_tracing(info, config),
             Mode::Sampling => start_sampling(info, config, false),
+            Mode::Coverage => coverage::start(info, config),
         };
         session::start(runtime, ConfigSource::Environment, || runtime_version(info), set_up)
             .map_err(|_| HResult(E_FAIL))?;
@@ -223,8 +225,14 @@ impl ProfilerCallback for Clr {
         events::gc_finished(heap);
     }
 
-    fn jit_compilation_started(&self, _function: FunctionID) {
+    fn jit_compilation_started(&self, function: FunctionID) {
         if session::get().is_some() {
+            if session::mode() == Some(Mode::Coverage) {
+                if let Some(info) = info() {
+                    coverage::compiling(info, function);
+                }
+                return;
+            }
             events::jit_started();
         }
     }

@@ -89,6 +89,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         loading,
         timeline,
         call_trace,
+        coverage: crate::coreclr::coverage::snapshot(),
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
     }
 }

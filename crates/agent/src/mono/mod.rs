@@ -76,6 +76,12 @@ pub fn init(desc: &str) {
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,
             Mode::Sampling => sampling::start(mono, config)?,
+            Mode::Coverage => {
+                return Err(StartError::runtime(
+                    "coverage mode",
+                    "is not available on Mono yet (CoreCLR only: run the program with dotnet)",
+                ));
+            }
         };
         Ok(facts)
     });

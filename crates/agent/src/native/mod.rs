@@ -257,7 +257,7 @@ fn decide() -> u8 {
                 ON_TIMED
             }
             (Mode::Tracing, Timing::Sampled) => ON_UNTIMED,
-            (Mode::Sampling, _) => OFF,
+            (Mode::Sampling | Mode::Coverage, _) => OFF,
         };
     }
     if std::env::var_os(sonde_protocol::config::ENV_NATIVE).is_none_or(|v| v != "1") {

@@ -86,6 +86,8 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
     };
     profile.coverage = crate::model::Coverage {
         native: vec![crate::model::NativeFunction { module: "/srv/app".into(), symbol: "_Z6unusedv".into() }],
+        managed: vec![crate::model::MethodBlocks { method: 1, blocks: vec![(0, 5), (7, 0)] }],
+        lines: vec![crate::model::LineHits { method: 1, at: SourceLine { file: 0, line: 12 }, hits: 5 }],
     };
     profile.events.call_trace = crate::trace::CallTrace {
         events_per_thread: 4,

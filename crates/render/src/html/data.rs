@@ -285,7 +285,7 @@ fn weighs_samples(profile: &Profile) -> bool {
     let has_samples = roots().any(|n| n.total_samples > 0);
     match profile.run.mode {
         Mode::Sampling => has_samples || !has_time,
-        Mode::Tracing => has_samples && !has_time,
+        Mode::Tracing | Mode::Coverage => has_samples && !has_time,
     }
 }
 
