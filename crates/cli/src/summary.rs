@@ -18,7 +18,7 @@ pub fn print(profile: &Profile, path: &Path) {
         let ran = lines.iter().filter(|l| l.hits > 0).count();
         let entered = profile.coverage.managed.iter().filter(|m| m.calls() > 0).count();
         crate::say!(
-            "sonde: pid {}: {entered} of {} rewritten methods ran; {ran} of {} source lines → {}",
+            "sonde: pid {}: {entered} of {} methods ran; {ran} of {} source lines → {}",
             profile.run.pid,
             count(profile.coverage.managed.len() as u64),
             count(lines.len() as u64),

@@ -148,8 +148,27 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         timeline: snapshot.timeline.clone(),
         call_trace: snapshot.call_trace.clone(),
     };
-    let (sources, coverage_lines) =
-        crate::sources::resolve(session.methods.values(), &snapshot.lines, &node_offsets, &snapshot.coverage);
+    // Coverage mode: the covered assemblies' methods that never ran, as methods with no block run.
+    let mut blocks = snapshot.coverage.clone();
+    let uncalled = match hello.mode {
+        Mode::Coverage => crate::coverage::uncalled(&session.methods, &blocks, methods.len() as u32),
+        _ => Vec::new(),
+    };
+    for r in &uncalled {
+        methods.push(Method {
+            name: r.name.clone(),
+            signature: r.signature.clone(),
+            assembly: r.assembly.clone(),
+            module: r.module.clone(),
+        });
+        blocks.push(sonde_profile::MethodBlocks { method: r.id, blocks: Vec::new() });
+    }
+    let (sources, coverage_lines) = crate::sources::resolve(
+        session.methods.values().chain(&uncalled),
+        &snapshot.lines,
+        &node_offsets,
+        &blocks,
+    );
     // session.methods is a BTreeMap: ascending ids, as the profile wants them.
     let instantiations = session
         .methods
@@ -163,7 +182,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         .collect();
     let framework = Some(framework_methods(session, &run.command, hello.pid));
     let mut coverage = if run.mode == Mode::Tracing { native_coverage(&methods) } else { Default::default() };
-    coverage.managed = snapshot.coverage.clone();
+    coverage.managed = blocks;
     coverage.managed.sort_by_key(|b| b.method);
     coverage.lines = coverage_lines;
     let profile = Profile { sources, events, run, methods, threads, nodes, instantiations, framework, coverage };

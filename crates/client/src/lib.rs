@@ -13,6 +13,7 @@ pub mod assemble;
 pub mod attach;
 pub mod collector;
 pub mod control;
+mod coverage;
 pub mod launch;
 mod recording;
 pub mod sources;

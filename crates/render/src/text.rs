@@ -384,7 +384,7 @@ fn line_coverage(out: &mut impl Write, view: &View) -> io::Result<()> {
             entry.2.push(l.at.line);
         }
     }
-    writeln!(out, "\nLine coverage (lines of the methods that were compiled):")?;
+    writeln!(out, "\nLine coverage (every method of the assemblies that ran code):")?;
     let mut never = Vec::new();
     for (file, (ran, all, missed)) in &by_file {
         let share = *ran as f64 * 100.0 / *all as f64;
