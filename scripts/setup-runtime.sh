@@ -113,6 +113,12 @@ if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
     apt_install clang
 fi
 
+# lcov's genhtml: the consumer that checks coverage mode's lcov export.
+if ! command -v genhtml >/dev/null; then
+    say "installing Debian's lcov (genhtml reads the coverage export in the tests)"
+    apt_install lcov
+fi
+
 # A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
 # the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
 if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then
@@ -123,6 +129,11 @@ if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; the
     "$root/.venv/bin/pip" install -q --disable-pip-version-check pythonnet
 fi
 say "python with pythonnet: $root/.venv/bin/python"
+# pycobertura: the Cobertura reader that checks coverage mode's Cobertura export.
+if ! "$root/.venv/bin/python" -c 'import pycobertura' 2>/dev/null; then
+    say "installing pycobertura into $root/.venv (reads the Cobertura export in the tests)"
+    "$root/.venv/bin/pip" install -q --disable-pip-version-check 'pycobertura==4.1.0'
+fi
 
 # Roslyn (tests/tools/Csc.cs says why and how). No .NET SDK is needed: the npm package
 # @typespec/http-client-csharp ships Roslyn 4.8 (its net7.0 build, which runs on .NET 8). Its

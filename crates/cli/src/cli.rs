@@ -272,6 +272,10 @@ pub enum FormatArg {
     /// The run's timeline (collections, module loads, compilations, throws) in Chrome's trace
     /// event format: Perfetto, chrome://tracing.
     Chrome,
+    /// Coverage mode's lines as an lcov tracefile (genhtml, CI services).
+    Lcov,
+    /// Coverage mode's lines as Cobertura XML (CI services).
+    Cobertura,
 }
 
 #[derive(Debug, Args)]

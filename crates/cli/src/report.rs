@@ -19,6 +19,8 @@ pub fn report(args: ReportArgs) -> Result<()> {
         FormatArg::Collapsed => Format::Collapsed,
         FormatArg::Flamegraph => Format::Flamegraph,
         FormatArg::Chrome => Format::Chrome,
+        FormatArg::Lcov => Format::Lcov,
+        FormatArg::Cobertura => Format::Cobertura,
     };
     // Just my code (sonde_profile::view): the JSON keeps every frame, marked with its kind.
     let view = match format {

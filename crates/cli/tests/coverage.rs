@@ -67,7 +67,10 @@ fn every_line_runs_as_often_as_it_says() {
     // its lines from the symbols, none run.
     let unused = coverage_of(&report, "Acme.Cover.Unused").expect("Unused is listed");
     assert_eq!(u64_of(unused, "calls"), 0);
-    assert!(!arr(unused, "lines").is_empty() && arr(unused, "lines").iter().all(|l| u64_of(l, "hits") == 0), "{unused}");
+    assert!(
+        !arr(unused, "lines").is_empty() && arr(unused, "lines").iter().all(|l| u64_of(l, "hits") == 0),
+        "{unused}"
+    );
     // The text report: each file's share of lines that ran, and the lines that never did.
     let text = report_text(&file).stdout_str();
     assert!(text.contains("Line coverage"), "{text}");
@@ -117,4 +120,75 @@ fn coverage_is_refused_where_it_cannot_work() {
         assert_eq!(out.code(), 2, "{opts:?}: {}", out.describe());
         assert!(out.stderr_str().contains(message), "{opts:?}: {}", out.describe());
     }
+}
+
+/// The exports CI services read, checked by real consumers: the lcov tracefile by lcov's own
+/// `genhtml`, the Cobertura XML by PyPI's `pycobertura` (both installed by scripts/setup.sh).
+#[test]
+fn lcov_and_cobertura_exports_are_read_by_their_consumers() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("cover.sonde");
+    let exe = built_app("Cover", Build::RoslynPdb);
+    let out = record(&file, &["--mode", "coverage"], &[Runtime::CoreClr.host().into(), exe.into()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    // The lines of Cover.cs and the ones that never ran, from the JSON.
+    let mut lines: BTreeMap<u64, u64> = BTreeMap::new();
+    for c in arr(&report, "coverage") {
+        for l in arr(c, "lines") {
+            lines.insert(u64_of(l, "line"), u64_of(l, "hits"));
+        }
+    }
+    let missed: Vec<String> = lines.iter().filter(|(_, h)| **h == 0).map(|(l, _)| l.to_string()).collect();
+    assert!(!missed.is_empty());
+
+    let export = |format: &str| {
+        let path = dir.path().join(format!("cover.{format}"));
+        let out = sonde_cmd(&[
+            "report".into(),
+            file.clone().into(),
+            "--format".into(),
+            format.into(),
+            "-o".into(),
+            path.clone().into(),
+        ]);
+        assert_eq!(out.code(), 0, "{format}: {}", out.describe());
+        path
+    };
+    let info = export("lcov");
+    let html = dir.path().join("genhtml");
+    let genhtml = std::process::Command::new("genhtml")
+        .arg("-o")
+        .arg(&html)
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian's lcov; scripts/setup.sh installs it)");
+    let said = String::from_utf8_lossy(&genhtml.stderr);
+    assert!(genhtml.status.success() && !said.contains("WARNING"), "genhtml: {said}");
+    let stdout = String::from_utf8_lossy(&genhtml.stdout);
+    let hit = lines.values().filter(|&&h| h > 0).count();
+    assert!(
+        stdout.contains(&format!(
+            "lines......: {:.1}% ({hit} of {} lines)",
+            hit as f64 * 100.0 / lines.len() as f64,
+            lines.len()
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("functions..: 75.0% (3 of 4 functions)"), "{stdout}");
+
+    let xml = export("cobertura");
+    let python = std::env::var_os("SONDE_PYTHON").expect("SONDE_PYTHON (source target/sonde-env.sh)");
+    let pycobertura = std::path::Path::new(&python).with_file_name("pycobertura");
+    let shown = std::process::Command::new(&pycobertura)
+        .arg("show")
+        .arg(&xml)
+        .output()
+        .expect("pycobertura (scripts/setup.sh)");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "pycobertura: {}{text}", String::from_utf8_lossy(&shown.stderr));
+    let row = text.lines().find(|l| l.contains("Cover.cs")).unwrap_or_else(|| panic!("no Cover.cs row: {text}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[1..3], [lines.len().to_string(), missed.len().to_string()], "{row}");
+    assert_eq!(cells[4..].join(" "), missed.join(", "), "{row}");
 }

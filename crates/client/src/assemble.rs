@@ -163,12 +163,8 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         });
         blocks.push(sonde_profile::MethodBlocks { method: r.id, blocks: Vec::new() });
     }
-    let (sources, coverage_lines) = crate::sources::resolve(
-        session.methods.values().chain(&uncalled),
-        &snapshot.lines,
-        &node_offsets,
-        &blocks,
-    );
+    let (sources, coverage_lines) =
+        crate::sources::resolve(session.methods.values().chain(&uncalled), &snapshot.lines, &node_offsets, &blocks);
     // session.methods is a BTreeMap: ascending ids, as the profile wants them.
     let instantiations = session
         .methods

@@ -19,12 +19,14 @@
 #![forbid(unsafe_code)]
 
 mod chrome;
+mod cobertura;
 mod collapsed;
 mod diff;
 mod flamegraph;
 pub mod fmt;
 mod html;
 mod json;
+mod lcov;
 mod pprof;
 mod speedscope;
 mod stacks;
@@ -36,11 +38,13 @@ use std::str::FromStr;
 use sonde_profile::Profile;
 
 pub use chrome::ChromeRenderer;
+pub use cobertura::CoberturaRenderer;
 pub use collapsed::{CollapsedRenderer, MAX_COLLAPSED_BYTES};
 pub use diff::{DIFF_SCHEMA, DiffFormat, write_diff};
 pub use flamegraph::{FlamegraphRenderer, MAX_FLAMEGRAPH_STACK_BYTES};
 pub use html::HtmlRenderer;
 pub use json::{JsonRenderer, SCHEMA};
+pub use lcov::LcovRenderer;
 pub use pprof::{MAX_PPROF_LOCATION_IDS, PprofRenderer};
 pub use speedscope::SpeedscopeRenderer;
 pub use stacks::MAX_STACK_FRAMES;
@@ -71,10 +75,14 @@ pub enum Format {
     Flamegraph,
     /// The run's timeline in Chrome's trace event format (Perfetto, chrome://tracing).
     Chrome,
+    /// Coverage mode's lines as an lcov tracefile (genhtml, CI services).
+    Lcov,
+    /// Coverage mode's lines as Cobertura XML (CI services).
+    Cobertura,
 }
 
 impl Format {
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 10] = [
         Format::Text,
         Format::Json,
         Format::Html,
@@ -83,6 +91,8 @@ impl Format {
         Format::Collapsed,
         Format::Flamegraph,
         Format::Chrome,
+        Format::Lcov,
+        Format::Cobertura,
     ];
 
     pub fn name(self) -> &'static str {
@@ -95,6 +105,8 @@ impl Format {
             Format::Collapsed => "collapsed",
             Format::Flamegraph => "flamegraph",
             Format::Chrome => "chrome",
+            Format::Lcov => "lcov",
+            Format::Cobertura => "cobertura",
         }
     }
 
@@ -112,7 +124,9 @@ impl std::fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown report format {0:?} (expected text, json, html, speedscope, pprof, collapsed, flamegraph or chrome)")]
+#[error(
+    "unknown report format {0:?} (expected text, json, html, speedscope, pprof, collapsed, flamegraph, chrome, lcov or cobertura)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -134,6 +148,8 @@ pub fn renderer(format: Format) -> Box<dyn Renderer> {
         Format::Collapsed => Box::new(CollapsedRenderer),
         Format::Flamegraph => Box::new(FlamegraphRenderer),
         Format::Chrome => Box::new(ChromeRenderer),
+        Format::Lcov => Box::new(LcovRenderer),
+        Format::Cobertura => Box::new(CoberturaRenderer),
     }
 }
 
@@ -156,7 +172,7 @@ mod tests {
         let err = "svg".parse::<Format>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed, flamegraph or chrome)"
+            "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed, flamegraph, chrome, lcov or cobertura)"
         );
     }
 }
