@@ -741,8 +741,10 @@ pub enum InvalidProfile {
     FrameworkOutOfOrder { methods: usize },
     #[error("generic instantiations name method {method} of {methods}, or are out of order")]
     InstantiationsOutOfOrder { method: u32, methods: usize },
-    #[error("the call trace names method {method} of {methods}")]
+    #[error("the call trace or the coverage names method {method} of {methods}")]
     TraceMethodOutOfRange { method: u32, methods: usize },
+    #[error("the coverage's methods are out of order")]
+    CoverageOutOfOrder,
 }
 
 impl Profile {
@@ -791,6 +793,17 @@ impl Profile {
                 return Err(InvalidProfile::InstantiationsOutOfOrder { method: i.method, methods: self.methods.len() });
             }
             previous = Some(i.method);
+        }
+        let methods = self.methods.len();
+        let covered =
+            self.coverage.managed.iter().map(|b| b.method).chain(self.coverage.lines.iter().map(|l| l.method));
+        if let Some(method) = covered.into_iter().find(|&m| m as usize >= methods) {
+            return Err(InvalidProfile::TraceMethodOutOfRange { method, methods });
+        }
+        if self.coverage.lines.windows(2).any(|w| w[0].method > w[1].method)
+            || self.coverage.managed.windows(2).any(|w| w[0].method > w[1].method)
+        {
+            return Err(InvalidProfile::CoverageOutOfOrder);
         }
         let traced = self.events.call_trace.threads.iter().flat_map(|t| &t.events);
         if let Some(e) = traced.into_iter().find(|e| e.method as usize >= self.methods.len()) {
@@ -940,6 +953,23 @@ mod tests {
                 InvalidProfile::NodeEventsOutOfOrder { node: 2, nodes: 2 },
                 "node events name node 2 of 2, out of order or twice".to_string()
             )
+        );
+        // The renderers index methods by the coverage's ids.
+        assert_eq!(
+            broken(|p| p.coverage.managed = vec![MethodBlocks { method: 3, blocks: vec![(0, 1)] }]),
+            (
+                InvalidProfile::TraceMethodOutOfRange { method: 3, methods: 1 },
+                "the call trace or the coverage names method 3 of 1".to_string()
+            )
+        );
+        assert_eq!(
+            broken(|p| {
+                let at = SourceLine { file: 0, line: 1 };
+                p.methods.push(p.methods[0].clone());
+                p.coverage.lines = vec![LineHits { method: 1, at, hits: 1 }, LineHits { method: 0, at, hits: 1 }];
+            })
+            .0,
+            InvalidProfile::CoverageOutOfOrder
         );
     }
 }
