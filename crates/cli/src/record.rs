@@ -63,9 +63,6 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
                 "--mode coverage needs a program sonde starts: a running process has compiled its methods already"
             );
         }
-        if args.command.first().is_some_and(|p| launch::is_mono(p)) {
-            anyhow::bail!("--mode coverage needs CoreCLR (run the program with dotnet): Mono is not supported yet");
-        }
     }
     if args.async_stacks && args.mode() != ModeArg::Sampling {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");

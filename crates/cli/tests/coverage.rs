@@ -1,9 +1,10 @@
-//! Coverage mode on CoreCLR (`sonde record --mode coverage`, issue 16): the agent rewrites each
-//! method's IL before its first compilation with a counter per basic block, and the controller
-//! turns blocks into source lines through the program's symbols.
+//! Coverage mode (`sonde record --mode coverage`, issue 16). On CoreCLR the agent rewrites each
+//! method's IL before its first compilation with a counter per basic block; on Mono, Mono's JIT
+//! inserts its own. The controller turns blocks into source lines through the program's symbols.
 //!
-//! - `tests/apps/Cover.cs` (Roslyn, portable PDB): every line marked `// HITS n` ran exactly n
-//!   times, every `// NEVER` line did not; the calls of each method are exact.
+//! - `tests/apps/Cover.cs` (Roslyn and a portable PDB on CoreCLR, mcs and an `.mdb` on Mono):
+//!   every line marked `// HITS n` ran exactly n times, every `// NEVER` line did not; the calls
+//!   of each method are exact; the method never called is listed.
 //! - Real programs rewritten whole, framework included (`--all`: precompiled framework code is
 //!   JIT-compiled and rewritten too), print exactly what they print unprofiled and exit the same.
 
@@ -36,11 +37,21 @@ fn coverage_of<'a>(report: &'a Value, method: &str) -> Option<&'a Value> {
 }
 
 #[test]
-fn every_line_runs_as_often_as_it_says() {
+fn every_line_runs_as_often_as_it_says_coreclr() {
+    every_line_runs_as_often_as_it_says(Runtime::CoreClr, Build::RoslynPdb);
+}
+
+/// Mono's own coverage counters, read at shutdown; the lines from mcs's `.mdb`.
+#[test]
+fn every_line_runs_as_often_as_it_says_mono() {
+    every_line_runs_as_often_as_it_says(Runtime::Mono, Build::McsMdb);
+}
+
+fn every_line_runs_as_often_as_it_says(rt: Runtime, build: Build) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("cover.sonde");
-    let exe = built_app("Cover", Build::RoslynPdb);
-    let out = record(&file, &["--mode", "coverage"], &[Runtime::CoreClr.host().into(), exe.into()]);
+    let exe = built_app("Cover", build);
+    let out = record(&file, &["--mode", "coverage"], &[rt.host().into(), exe.into()]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     assert_eq!(out.stdout_str().trim(), "done 24", "{}", out.describe());
     assert!(out.stderr_str().contains("3 of 4 methods ran"), "{}", out.describe());
@@ -56,7 +67,7 @@ fn every_line_runs_as_often_as_it_says() {
         }
     }
     for (line, expected) in marks() {
-        assert_eq!(hits.get(&line).copied().unwrap_or(0), expected, "Cover.cs:{line}: {hits:?}");
+        assert_eq!(hits.get(&line).copied().unwrap_or(0), expected, "{rt:?}: Cover.cs:{line}: {hits:?}");
     }
     let calls = |m: &str| coverage_of(&report, m).map(|c| u64_of(c, "calls"));
     assert_eq!(
@@ -101,9 +112,12 @@ fn rewritten_programs_behave_as_before() {
 fn coverage_is_refused_where_it_cannot_work() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("refused.sonde");
-    let mono = Runtime::Mono.app_command("Calls", &[]);
     for (opts, command, message) in [
-        (&["--mode", "coverage"][..], mono, "--mode coverage needs CoreCLR"),
+        (
+            &["--mode", "coverage", "--call-trace"][..],
+            app_command("Calls", &[]),
+            "--call-trace goes with --mode tracing",
+        ),
         (
             &["--mode", "coverage", "--pid", "1"][..],
             Vec::<OsString>::new(),

@@ -172,6 +172,23 @@ pub type MonoProfilerJitBeginCallback = unsafe extern "C" fn(prof: *mut MonoProf
 pub type MonoProfilerImageLoadedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, image: *mut MonoImage);
 pub type MonoProfilerJitDoneCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod, jinfo: *mut MonoJitInfo);
+/// Per method Mono is about to compile: true to give it coverage counters.
+pub type MonoProfilerCoverageFilterCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod) -> mono_bool;
+
+/// One coverage counter of a method (`mono_profiler_get_coverage_data`'s callback argument).
+#[repr(C)]
+pub struct MonoProfilerCoverageData {
+    pub method: *mut MonoMethod,
+    pub il_offset: u32,
+    pub counter: u32,
+    pub file_name: *const c_char,
+    pub line: u32,
+    pub column: u32,
+}
+
+pub type MonoProfilerCoverageCallback =
+    unsafe extern "C" fn(prof: *mut MonoProfiler, data: *const MonoProfilerCoverageData);
 /// Runs in Mono's profiling signal handler, on the sampled thread; `context` is the signal's
 /// `ucontext_t`.
 pub type MonoProfilerSampleHitCallback =
@@ -260,6 +277,10 @@ mono_api! {
     mono_profiler_set_monitor_failed_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);
     mono_profiler_set_sample_hit_callback: fn(MonoProfilerHandle, Option<MonoProfilerSampleHitCallback>);
     mono_profiler_enable_sampling: fn(MonoProfilerHandle) -> mono_bool;
+    mono_profiler_enable_coverage: fn() -> mono_bool;
+    mono_profiler_set_coverage_filter_callback: fn(MonoProfilerHandle, Option<MonoProfilerCoverageFilterCallback>);
+    // Returns mono_bool in newer Monos, nothing in older ones: declared without a result.
+    mono_profiler_get_coverage_data: fn(MonoProfilerHandle, *mut MonoMethod, MonoProfilerCoverageCallback);
     mono_profiler_set_sample_mode: fn(MonoProfilerHandle, MonoProfilerSampleMode, u32) -> mono_bool;
     // loader.h (async-signal-safe: callable from the sample-hit callback)
     mono_stack_walk_async_safe: fn(MonoStackWalkAsyncSafe, *mut c_void, *mut c_void);

@@ -43,6 +43,11 @@ pub trait Events: 'static {
     fn instrument(_method: Method<'_>) -> bool {
         false
     }
+    /// Per method Mono is about to compile (after [`Profiler::enable_coverage`]): true to give it
+    /// block counters.
+    fn cover(_method: Method<'_>) -> bool {
+        false
+    }
     /// A method was compiled (or loaded precompiled); `code_start` is 0 when Mono gave no code.
     /// Mono may report one compilation more than once, and some without a `jit_begin`.
     fn jit_done(_method: Method<'_>, _code_start: usize) {}
@@ -163,6 +168,30 @@ impl Profiler {
             (self.api.mono_profiler_set_method_tail_call_callback)(self.handle, Some(tail_call::<H>));
             (self.api.mono_profiler_set_method_exception_leave_callback)(self.handle, Some(exception_leave::<H>));
         }
+    }
+
+    /// Code coverage: Mono's JIT gives the methods `E::cover` chooses a counter per basic block,
+    /// read by [`coverage_data`](Self::coverage_data). Must run in the init function; false when
+    /// Mono refused (too late).
+    pub fn enable_coverage<E: Events>(&self) -> bool {
+        // SAFETY: as in `set_events`; `enable_coverage` from the init function, as it requires.
+        unsafe {
+            if (self.api.mono_profiler_enable_coverage)() == 0 {
+                return false;
+            }
+            (self.api.mono_profiler_set_coverage_filter_callback)(self.handle, Some(coverage_filter::<E>));
+        }
+        true
+    }
+
+    /// The counters of `method` (a method [`Events::cover`] chose): `(IL offset, count)`, in
+    /// Mono's order. Not async-safe; on a thread attached to the runtime.
+    pub fn coverage_data(&self, method: MethodKey) -> Vec<(u32, u64)> {
+        COVERAGE.with(|c| c.borrow_mut().clear());
+        // SAFETY: `method` is a MonoMethod* Mono passed to the coverage filter (methods are never
+        // freed while the runtime runs); the callback only copies two fields.
+        unsafe { (self.api.mono_profiler_get_coverage_data)(self.handle, method.0 as *mut MonoMethod, coverage_entry) };
+        COVERAGE.with(|c| std::mem::take(&mut *c.borrow_mut()))
     }
 
     /// Mono's sampler at `freq` Hz on the monotonic clock (`MONO_PROFILER_SAMPLE_MODE_REAL`):
@@ -449,6 +478,23 @@ impl Object<'_> {
         let name = parts.join("+");
         Some(if namespace.is_empty() { name } else { format!("{namespace}.{name}") })
     }
+}
+
+thread_local! {
+    /// What `coverage_entry` collects for the `coverage_data` call on this thread.
+    static COVERAGE: std::cell::RefCell<Vec<(u32, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn coverage_entry(_prof: *mut MonoProfiler, data: *const MonoProfilerCoverageData) {
+    // SAFETY: Mono passes a valid entry for the duration of the call.
+    let Some(data) = (unsafe { data.as_ref() }) else { return };
+    let _ = COVERAGE.try_with(|c| c.borrow_mut().push((data.il_offset, u64::from(data.counter))));
+}
+
+unsafe extern "C" fn coverage_filter<E: Events>(_prof: *mut MonoProfiler, method: *mut MonoMethod) -> mono_bool {
+    // SAFETY: as in `filter`.
+    let Some(method) = (unsafe { Method::new(method) }) else { return 0 };
+    mono_bool::from(guard::<E, _>(false, || E::cover(method)))
 }
 
 unsafe extern "C" fn filter<E: Events>(

@@ -89,7 +89,11 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         loading,
         timeline,
         call_trace,
-        coverage: crate::coreclr::coverage::snapshot(),
+        coverage: {
+            let mut coverage = crate::coreclr::coverage::snapshot();
+            coverage.extend(crate::mono::coverage::snapshot(ctx.last));
+            coverage
+        },
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
     }
 }

@@ -31,6 +31,7 @@
 //! Sampling mode (`sampling.rs`) uses Mono's own sampler instead of the filter and enter/leave:
 //! names at JIT time (`jit_done`), stacks from Mono's async-safe walk in its signal handler.
 
+pub mod coverage;
 mod ids;
 mod sampling;
 
@@ -76,12 +77,7 @@ pub fn init(desc: &str) {
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,
             Mode::Sampling => sampling::start(mono, config)?,
-            Mode::Coverage => {
-                return Err(StartError::runtime(
-                    "coverage mode",
-                    "is not available on Mono yet (CoreCLR only: run the program with dotnet)",
-                ));
-            }
+            Mode::Coverage => coverage::start(mono, config)?,
         };
         Ok(facts)
     });
@@ -183,6 +179,10 @@ fn wait_ended() {
 struct Agent;
 
 impl Events for Agent {
+    fn cover(method: Method<'_>) -> bool {
+        coverage::cover(method)
+    }
+
     /// The last-chance handlers are installed now rather than in the init function, so that they
     /// chain to the handlers Mono has just installed (its SIGQUIT thread dump, its SIGABRT crash
     /// report). Mono leaves SIGTERM at its default action (the process dies without a shutdown),
