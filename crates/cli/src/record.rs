@@ -57,12 +57,10 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if args.call_trace.is_some() {
         check_call_trace(&args)?;
     }
-    if args.mode() == ModeArg::Coverage {
-        if args.pid.is_some() {
-            anyhow::bail!(
-                "--mode coverage needs a program sonde starts: a running process has compiled its methods already"
-            );
-        }
+    if args.mode() == ModeArg::Coverage && args.pid.is_some() {
+        anyhow::bail!(
+            "--mode coverage needs a program sonde starts: a running process has compiled its methods already"
+        );
     }
     if args.async_stacks && args.mode() != ModeArg::Sampling {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
