@@ -348,6 +348,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 61);
+        assert_eq!(MonoApi::NAMES.len(), 64);
     }
 }
