@@ -93,6 +93,12 @@ pub struct Profiler {
     handle: MonoProfilerHandle,
 }
 
+// SAFETY: a profiler handle is Mono's, valid for the process's life and usable from any thread
+// (its functions take their own locks); the API table is static and read-only.
+unsafe impl Send for Profiler {}
+// SAFETY: as above; `Profiler` has no interior mutability.
+unsafe impl Sync for Profiler {}
+
 impl Profiler {
     pub(crate) fn new(api: &'static MonoApi, handle: MonoProfilerHandle) -> Profiler {
         Profiler { api, handle }

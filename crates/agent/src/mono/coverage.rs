@@ -14,13 +14,7 @@ use sonde_protocol::AgentConfig;
 use std::sync::{Mutex, OnceLock};
 
 /// The profiler coverage was enabled on (read at the final snapshot).
-struct Handle(Profiler);
-// SAFETY: the handle is Mono's profiler handle, usable from any thread; the API table is static.
-unsafe impl Send for Handle {}
-// SAFETY: as above; `Profiler` is only read.
-unsafe impl Sync for Handle {}
-
-static PROFILER: OnceLock<Handle> = OnceLock::new();
+static PROFILER: OnceLock<Profiler> = OnceLock::new();
 /// The covered methods: Mono's key and the method's id.
 static COVERED: Mutex<Vec<(MethodKey, u32)>> = Mutex::new(Vec::new());
 
@@ -31,7 +25,7 @@ pub fn start(mono: &'static Mono, _config: &AgentConfig) -> Result<SnapshotFacts
         return Err(StartError::runtime("coverage mode", "Mono refused to enable coverage (too late)"));
     }
     profiler.set_events::<super::Agent>(false);
-    let _ = PROFILER.set(Handle(profiler));
+    let _ = PROFILER.set(profiler);
     Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false })
 }
 
@@ -55,7 +49,7 @@ pub fn cover(method: Method<'_>) -> bool {
 /// Every covered method's blocks and counts: at the final snapshot only (`last`), see the
 /// module's documentation.
 pub fn snapshot(last: bool) -> Vec<MethodBlocks> {
-    let Some(Handle(profiler)) = PROFILER.get().filter(|_| last) else { return Vec::new() };
+    let Some(profiler) = PROFILER.get().filter(|_| last) else { return Vec::new() };
     let covered = COVERED.lock().unwrap_or_else(|e| e.into_inner()).clone();
     covered
         .into_iter()
