@@ -2,7 +2,7 @@
 //! (GitLab, Azure DevOps, Jenkins) and coverlet's users read: one package per assembly, one class
 //! per type and source file, each method with its lines, line rates throughout. Branch rates are 0:
 //! Sonde counts blocks and lines, not branch outcomes. Names and paths from the program are XML
-//! text (escaped; control characters as `?`).
+//! text (`fmt::xml_escape`).
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
@@ -10,26 +10,11 @@ use std::io::{self, BufWriter, Write};
 use sonde_profile::Profile;
 
 use crate::Renderer;
+use crate::fmt::xml_escape;
 
 /// Renders Cobertura XML.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CoberturaRenderer;
-
-fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c.is_control() => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn rate(covered: usize, valid: usize) -> String {
     if valid == 0 { "1".to_string() } else { format!("{:.4}", covered as f64 / valid as f64) }
@@ -74,7 +59,7 @@ impl Renderer for CoberturaRenderer {
             "<coverage line-rate=\"{}\" branch-rate=\"0\" lines-covered=\"{covered}\" lines-valid=\"{}\" branches-covered=\"0\" branches-valid=\"0\" complexity=\"0\" version=\"sonde {}\" timestamp=\"{}\">",
             rate(covered, all.len()),
             all.len(),
-            xml(&profile.run.agent_version),
+            xml_escape(&profile.run.agent_version),
             profile.run.started_unix_ms / 1000
         )?;
         // File names are absolute as the compiler wrote them: the source root is empty.
@@ -85,7 +70,7 @@ impl Renderer for CoberturaRenderer {
             writeln!(
                 out,
                 "    <package name=\"{}\" line-rate=\"{}\" branch-rate=\"0\" complexity=\"0\">\n      <classes>",
-                xml(assembly),
+                xml_escape(assembly),
                 rate(hit, lines.len())
             )?;
             for ((class, file), methods) in classes {
@@ -94,8 +79,8 @@ impl Renderer for CoberturaRenderer {
                 writeln!(
                     out,
                     "        <class name=\"{}\" filename=\"{}\" line-rate=\"{}\" branch-rate=\"0\" complexity=\"0\">\n          <methods>",
-                    xml(class),
-                    xml(file),
+                    xml_escape(class),
+                    xml_escape(file),
                     rate(hit, lines.len())
                 )?;
                 for (name, signature, method_lines) in methods {
@@ -103,8 +88,8 @@ impl Renderer for CoberturaRenderer {
                     writeln!(
                         out,
                         "            <method name=\"{}\" signature=\"{}\" line-rate=\"{}\" branch-rate=\"0\" complexity=\"0\">\n              <lines>",
-                        xml(name),
-                        xml(signature),
+                        xml_escape(name),
+                        xml_escape(signature),
                         rate(hit, method_lines.len())
                     )?;
                     for (line, hits) in method_lines {

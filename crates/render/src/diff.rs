@@ -15,7 +15,7 @@ use sonde_profile::diff::{Diff, MethodDiff, Normalize, Side, Weight, Z_SIGNIFICA
 
 use crate::collapsed::FoldedStacks;
 use crate::flamegraph::MAX_FLAMEGRAPH_STACK_BYTES;
-use crate::fmt::{Clean, command_line, count, duration};
+use crate::fmt::{Clean, command_line, count, duration, xml_escape};
 use crate::stacks::too_large;
 
 /// The schema name of the diff's JSON.
@@ -270,23 +270,6 @@ fn json(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
     out.flush()
 }
 
-/// HTML text (element content and attribute values).
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// `text` for a `data:` URL inside an attribute: every byte but letters, digits and `-_.~ /:;=,`
 /// as `%XX`.
 fn percent_encode(text: &str) -> String {
@@ -354,10 +337,11 @@ fn html(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
             ".noise{{color:#888}} iframe{{width:100%;height:640px;border:1px solid #e2e5e9}} dl{{display:grid;grid-template-columns:max-content auto;gap:2px 12px}}",
             "</style></head><body>\n<h1>Sonde diff</h1>\n<dl>"
         ),
-        escape(&title)
+        xml_escape(&title)
     )?;
-    let row =
-        |out: &mut io::BufWriter<&mut dyn Write>, k: &str, v: &str| writeln!(out, "<dt>{k}</dt><dd>{}</dd>", escape(v));
+    let row = |out: &mut io::BufWriter<&mut dyn Write>, k: &str, v: &str| {
+        writeln!(out, "<dt>{k}</dt><dd>{}</dd>", xml_escape(v))
+    };
     row(&mut out, "base", &format!("{} ({})", command_line(&base.run.command), base.run.mode.as_str()))?;
     row(&mut out, "new", &format!("{} ({})", command_line(&new.run.command), new.run.mode.as_str()))?;
     row(&mut out, "normalized", &scale_line(diff))?;
@@ -399,11 +383,11 @@ fn html(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
             "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             side(m.base),
             side(m.new),
-            escape(&change(diff, m.self_change())),
-            escape(&change(diff, m.total_change()))
+            xml_escape(&change(diff, m.self_change())),
+            xml_escape(&change(diff, m.total_change()))
         )?;
         if diff.traced {
-            write!(out, "<td>{}</td>", escape(&calls_text(m)))?;
+            write!(out, "<td>{}</td>", xml_escape(&calls_text(m)))?;
         }
         if diff.sampled {
             write!(out, "<td>{}</td>", m.z_max().map_or(String::new(), |z| format!("{z:.1}")))?;
@@ -413,7 +397,7 @@ fn html(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
             "vanished" => " [gone]",
             _ => "",
         };
-        writeln!(out, "<td class=\"m\">{}{status}</td></tr>", escape(&m.name))?;
+        writeln!(out, "<td class=\"m\">{}{status}</td></tr>", xml_escape(&m.name))?;
     }
     writeln!(out, "</tbody></table>\n</body></html>")?;
     out.flush()

@@ -20,7 +20,7 @@ use sonde_profile::Profile;
 
 use crate::Renderer;
 use crate::collapsed::FoldedStacks;
-use crate::fmt::{Clean, command_line};
+use crate::fmt::{Clean, command_line, xml_escape};
 use crate::stacks::{too_large, weight_unit};
 
 /// The most bytes of folded stacks handed to inferno (256 MiB). inferno keeps them, an index of
@@ -101,23 +101,6 @@ fn write_empty(out: &mut dyn Write, title: &str) -> io::Result<()> {
         ),
         xml_escape(title),
     )
-}
-
-fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Not allowed in XML 1.0 at all.
-            c if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -96,6 +96,25 @@ pub fn command_line(args: &[String]) -> String {
     args.iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
+/// `text` as XML or HTML text or attribute value: the five markup characters as entities, and
+/// control characters XML 1.0 does not allow at all as `?` (the SVG, HTML and Cobertura exports).
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Not allowed in XML 1.0 at all.
+            c if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

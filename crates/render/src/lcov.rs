@@ -16,15 +16,15 @@ use crate::Renderer;
 pub struct LcovRenderer;
 
 /// `text` on one lcov line.
-pub(crate) fn one_line(text: &str) -> String {
+fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
 }
 
 /// Coverage mode's methods grouped by source file: (method id, name, calls, lines).
-pub(crate) type ByFile<'a> = BTreeMap<&'a str, Vec<(u32, std::borrow::Cow<'a, str>, u64, Vec<(u32, u64)>)>>;
+type ByFile<'a> = BTreeMap<&'a str, Vec<(u32, std::borrow::Cow<'a, str>, u64, Vec<(u32, u64)>)>>;
 
 /// The covered methods that have source lines, by file.
-pub(crate) fn by_file(profile: &Profile) -> ByFile<'_> {
+fn by_file(profile: &Profile) -> ByFile<'_> {
     let mut files: ByFile<'_> = BTreeMap::new();
     for m in profile.method_coverage() {
         let Some(file) = m.file else { continue };
