@@ -6,7 +6,7 @@
 //! names a regular file of at most 256 MiB; its metadata is untrusted input (an unreadable one
 //! adds nothing).
 
-use sonde_metadata::tables::{Metadata, pe_metadata_range};
+use sonde_metadata::tables::{Metadata, pe_metadata};
 use sonde_profile::MethodBlocks;
 use sonde_protocol::MethodRecord;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -62,18 +62,5 @@ fn metadata(path: &str) -> Option<Metadata> {
     if !file.is_absolute() || !meta.is_file() || meta.len() > MAX_MODULE {
         return None;
     }
-    let bytes = std::fs::read(file).ok()?;
-    let mut read = |offset: u64, buf: &mut [u8]| {
-        let at = usize::try_from(offset).unwrap_or(usize::MAX);
-        match bytes.get(at..at.saturating_add(buf.len())) {
-            Some(b) => {
-                buf.copy_from_slice(b);
-                true
-            }
-            None => false,
-        }
-    };
-    let (offset, size) = pe_metadata_range(bytes.len() as u64, &mut read).ok()?;
-    let at = usize::try_from(offset).ok()?;
-    Metadata::parse(bytes.get(at..at.checked_add(size)?)?.to_vec()).ok()
+    pe_metadata(&std::fs::read(file).ok()?).ok()
 }

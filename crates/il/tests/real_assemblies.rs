@@ -6,7 +6,7 @@
 
 use sonde_il::MethodBody;
 use sonde_il::opcodes::{Operand, long_form};
-use sonde_metadata::tables::{Metadata, pe_metadata_range, pe_rva_to_offset};
+use sonde_metadata::tables::{pe_metadata, pe_rva_to_offset};
 use std::path::{Path, PathBuf};
 
 const PROBE: &[u8] = &[0x14, 0x26]; // ldnull; pop
@@ -28,15 +28,7 @@ fn corelib() -> PathBuf {
 /// Edits every method of the assembly at `path`; returns (methods, probes inserted).
 fn edit_every_method(path: &Path) -> (usize, usize) {
     let file = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut read = |offset: u64, buf: &mut [u8]| match file.get(offset as usize..offset as usize + buf.len()) {
-        Some(bytes) => {
-            buf.copy_from_slice(bytes);
-            true
-        }
-        None => false,
-    };
-    let (offset, size) = pe_metadata_range(file.len() as u64, &mut read).expect("a .NET assembly");
-    let md = Metadata::parse(file[offset as usize..offset as usize + size].to_vec()).expect("its metadata");
+    let md = pe_metadata(&file).expect("a .NET assembly's metadata");
     let (mut methods, mut probes) = (0, 0);
     for row in 1..=md.method_count() {
         let rva = md.method_rva(row).expect("an RVA");

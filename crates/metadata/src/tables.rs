@@ -433,6 +433,24 @@ pub fn pe_metadata_range(len: u64, read: &mut dyn FnMut(u64, &mut [u8]) -> bool)
     Ok((to_offset(metadata_rva)?, size))
 }
 
+/// The metadata of a whole PE file held in memory (its CLI header's range, read and parsed).
+pub fn pe_metadata(file: &[u8]) -> Result<Metadata> {
+    let mut read = |offset: u64, buf: &mut [u8]| {
+        let at = usize::try_from(offset).unwrap_or(usize::MAX);
+        match file.get(at..at.saturating_add(buf.len())) {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    };
+    let (offset, size) = pe_metadata_range(file.len() as u64, &mut read)?;
+    let at = usize::try_from(offset).map_err(|_| Unreadable("metadata out of range"))?;
+    let bytes = at.checked_add(size).and_then(|end| file.get(at..end)).ok_or(Unreadable("metadata out of range"))?;
+    Metadata::parse(bytes.to_vec())
+}
+
 /// The file offset of `rva` in a PE file whose headers (at least through the section table) are
 /// `head`.
 pub fn pe_rva_to_offset(head: &[u8], rva: u32) -> Result<u64> {
@@ -458,18 +476,7 @@ mod tests {
     fn mcs() -> Metadata {
         let path = "/usr/lib/mono/4.5/mcs.exe";
         let file = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e} (run scripts/setup.sh)"));
-        let mut read = |offset: u64, buf: &mut [u8]| {
-            let at = offset as usize;
-            match file.get(at..at + buf.len()) {
-                Some(bytes) => {
-                    buf.copy_from_slice(bytes);
-                    true
-                }
-                None => false,
-            }
-        };
-        let (offset, size) = pe_metadata_range(file.len() as u64, &mut read).expect("metadata range");
-        Metadata::parse(file[offset as usize..offset as usize + size].to_vec()).expect("metadata")
+        pe_metadata(&file).expect("metadata")
     }
 
     #[test]

@@ -108,17 +108,9 @@ pub fn marker(marker: &str) -> u32 {
 /// Every MethodDef of the assembly at `path`: token, `Namespace.Type.Method` and signature, as
 /// `sonde-metadata` names them.
 pub fn metadata_methods(path: &Path) -> Vec<(u32, String, String)> {
-    use sonde_metadata::tables::{Metadata, Unreadable, pe_metadata_range};
+    use sonde_metadata::tables::{Unreadable, pe_metadata};
     let file = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut read = |offset: u64, buf: &mut [u8]| match file.get(offset as usize..offset as usize + buf.len()) {
-        Some(bytes) => {
-            buf.copy_from_slice(bytes);
-            true
-        }
-        None => false,
-    };
-    let (offset, size) = pe_metadata_range(file.len() as u64, &mut read).expect("metadata range");
-    let metadata = Metadata::parse(file[offset as usize..offset as usize + size].to_vec()).expect("metadata");
+    let metadata = pe_metadata(&file).expect("metadata");
     let mut methods = Vec::new();
     for row in 1.. {
         let token = 0x0600_0000 | row;
