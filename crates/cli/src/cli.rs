@@ -217,6 +217,15 @@ pub struct RecordArgs {
     #[arg(long = "call-trace", value_name = "EVENTS", num_args = 0..=1, default_missing_value = "65536",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(sonde_protocol::config::MAX_CALL_TRACE_EVENTS)))]
     pub call_trace: Option<u32>,
+    /// Error simulator (CoreCLR): the methods RULE matches throw an exception at entry.
+    /// `METHODS=EXCEPTION[@after:N][@every:N][@p:X]`, e.g.
+    /// `Acme.Db.Query=System.TimeoutException@every:5`; repeatable. The profile records each
+    /// fault and where it was caught (docs/INJECT.md).
+    #[arg(long = "inject", value_name = "RULE", value_parser = parse_inject_rule)]
+    pub inject: Vec<sonde_protocol::InjectRule>,
+    /// Error simulator: read rules from FILE, one per line (`#` starts a comment).
+    #[arg(long = "inject-file", value_name = "FILE")]
+    pub inject_file: Option<PathBuf>,
     /// Sampling mode on CoreCLR: stitch async call stacks, so the code after an `await` is shown
     /// under the stack that awaited it (from the runtime's task events; costs about a
     /// microsecond per await, see docs/ASYNC.md). Off by default.
@@ -367,4 +376,8 @@ mod tests {
         assert!(Cli::try_parse_from(["sonde", "record", "--pid", "42", "--", "dotnet", "x.dll"]).is_err());
         assert!(Cli::try_parse_from(["sonde", "record", "--pid", "42", "--duration", "0"]).is_err());
     }
+}
+
+fn parse_inject_rule(text: &str) -> Result<sonde_protocol::InjectRule, String> {
+    sonde_protocol::InjectRule::parse(text).map_err(|e| e.to_string())
 }

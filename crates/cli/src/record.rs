@@ -47,6 +47,19 @@ fn check_call_trace(args: &RecordArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--inject-file`: its rules join `--inject`'s (a bad line stops here, naming it).
+fn read_inject_file(args: &mut RecordArgs) -> Result<()> {
+    let Some(path) = &args.inject_file else { return Ok(()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let rules = sonde_protocol::InjectRule::parse_file(&text)
+        .map_err(|(line, e)| anyhow::anyhow!("{}:{line}: {e}", path.display()))?;
+    if rules.is_empty() {
+        anyhow::bail!("{}: no rule in the file", path.display());
+    }
+    args.inject.extend(rules);
+    Ok(())
+}
+
 /// Returns the exit code `sonde` should end with.
 pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     // Decided once: telling an instrumented native program reads its executable.
@@ -67,6 +80,15 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     }
     if args.async_stacks && args.command.first().is_some_and(|p| launch::is_mono(p)) {
         anyhow::bail!("--async needs CoreCLR: Mono raises no task events (its async frames are named without it)");
+    }
+    read_inject_file(&mut args)?;
+    if !args.inject.is_empty() {
+        if args.pid.is_some() {
+            anyhow::bail!("--inject needs a program sonde starts: a running process has compiled its methods already");
+        }
+        if args.command.first().is_some_and(|p| launch::is_mono(p)) {
+            anyhow::bail!("--inject needs CoreCLR: Mono's profiler API cannot rewrite a method's IL (docs/INJECT.md)");
+        }
     }
     if let Some(pid) = args.pid {
         return crate::attached::record(pid, &args, v);
@@ -220,6 +242,7 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         async_stacks: args.async_stacks,
         native_hooks: args.native_hooks,
         call_trace: args.call_trace.unwrap_or(0),
+        inject: args.inject.clone(),
         // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
         alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
             .ok()

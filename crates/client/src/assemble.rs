@@ -147,6 +147,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         loading: snapshot.loading.clone(),
         timeline: snapshot.timeline.clone(),
         call_trace: snapshot.call_trace.clone(),
+        faults: snapshot.faults.clone(),
     };
     // Coverage mode: the covered assemblies' methods that never ran, as methods with no block run.
     let mut blocks = snapshot.coverage.clone();

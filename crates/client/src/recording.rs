@@ -48,6 +48,7 @@ impl Options {
                 async_stacks: false,
                 native_hooks: false,
                 call_trace: 0,
+                inject: Vec::new(),
             },
             program_output: true,
             verbose: false,

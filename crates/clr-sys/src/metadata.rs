@@ -769,3 +769,135 @@ pub struct IMetaDataImport2Vtbl {
         pcMethodSpecs: *mut ULONG,
     ) -> HRESULT,
 }
+
+// ---------------------------------------------------------------------------
+// IMetaDataEmit, IMetaDataAssemblyEmit, IMetaDataAssemblyImport: the slots the error simulator
+// uses to reference an exception's constructor from the module it rewrites. Only the leading
+// slots up to the last one called are declared; slots that are never called are plain pointers
+// (their signatures do not change the layout).
+// ---------------------------------------------------------------------------
+
+/// `afPublicKey` (CorAssemblyFlags): the AssemblyRef carries the full public key, not its token.
+pub const afPublicKey: DWORD = 0x0001;
+
+/// Number of IMetaDataEmit slots declared in [`IMetaDataEmitVtbl`] (IUnknown 3 + 21).
+pub const IMETADATA_EMIT_DECLARED_SLOTS: usize = 24;
+
+#[repr(C)]
+pub struct IMetaDataEmit {
+    pub vtbl: *const IMetaDataEmitVtbl,
+}
+
+#[repr(C)]
+pub struct IMetaDataEmitVtbl {
+    /// Slot 0.
+    pub QueryInterface:
+        unsafe extern "system" fn(this: *mut IMetaDataEmit, riid: REFIID, ppvObject: *mut *mut c_void) -> HRESULT,
+    /// Slot 1.
+    pub AddRef: unsafe extern "system" fn(this: *mut IMetaDataEmit) -> ULONG,
+    /// Slot 2.
+    pub Release: unsafe extern "system" fn(this: *mut IMetaDataEmit) -> ULONG,
+    /// Slots 3..=11: SetModuleProps, Save, SaveToStream, GetSaveSize, DefineTypeDef,
+    /// DefineNestedType, SetHandler, DefineMethod, DefineMethodImpl (never called).
+    pub _SetModuleProps_to_DefineMethodImpl: [*const c_void; 9],
+    /// Slot 12.
+    pub DefineTypeRefByName: unsafe extern "system" fn(
+        this: *mut IMetaDataEmit,
+        tkResolutionScope: mdToken,
+        szName: LPCWSTR,
+        ptr: *mut mdTypeRef,
+    ) -> HRESULT,
+    /// Slot 13: DefineImportType (never called).
+    pub _DefineImportType: *const c_void,
+    /// Slot 14.
+    pub DefineMemberRef: unsafe extern "system" fn(
+        this: *mut IMetaDataEmit,
+        tkImport: mdToken,
+        szName: LPCWSTR,
+        pvSigBlob: PCCOR_SIGNATURE,
+        cbSigBlob: ULONG,
+        pmr: *mut mdMemberRef,
+    ) -> HRESULT,
+    /// Slots 15..=22: DefineImportMember, DefineEvent, SetClassLayout, DeleteClassLayout,
+    /// SetFieldMarshal, DeleteFieldMarshal, DefinePermissionSet, SetRVA (never called).
+    pub _DefineImportMember_to_SetRVA: [*const c_void; 8],
+    /// Slot 23.
+    pub GetTokenFromSig: unsafe extern "system" fn(
+        this: *mut IMetaDataEmit,
+        pvSig: PCCOR_SIGNATURE,
+        cbSig: ULONG,
+        pmsig: *mut mdSignature,
+    ) -> HRESULT,
+}
+
+#[repr(C)]
+pub struct IMetaDataAssemblyEmit {
+    pub vtbl: *const IMetaDataAssemblyEmitVtbl,
+}
+
+#[repr(C)]
+pub struct IMetaDataAssemblyEmitVtbl {
+    /// Slot 0.
+    pub QueryInterface: unsafe extern "system" fn(
+        this: *mut IMetaDataAssemblyEmit,
+        riid: REFIID,
+        ppvObject: *mut *mut c_void,
+    ) -> HRESULT,
+    /// Slot 1.
+    pub AddRef: unsafe extern "system" fn(this: *mut IMetaDataAssemblyEmit) -> ULONG,
+    /// Slot 2.
+    pub Release: unsafe extern "system" fn(this: *mut IMetaDataAssemblyEmit) -> ULONG,
+    /// Slot 3: DefineAssembly (never called).
+    pub _DefineAssembly: *const c_void,
+    /// Slot 4.
+    pub DefineAssemblyRef: unsafe extern "system" fn(
+        this: *mut IMetaDataAssemblyEmit,
+        pbPublicKeyOrToken: *const c_void,
+        cbPublicKeyOrToken: ULONG,
+        szName: LPCWSTR,
+        pMetaData: *const ASSEMBLYMETADATA,
+        pbHashValue: *const c_void,
+        cbHashValue: ULONG,
+        dwAssemblyRefFlags: DWORD,
+        pmdar: *mut mdAssemblyRef,
+    ) -> HRESULT,
+}
+
+#[repr(C)]
+pub struct IMetaDataAssemblyImport {
+    pub vtbl: *const IMetaDataAssemblyImportVtbl,
+}
+
+#[repr(C)]
+pub struct IMetaDataAssemblyImportVtbl {
+    /// Slot 0.
+    pub QueryInterface: unsafe extern "system" fn(
+        this: *mut IMetaDataAssemblyImport,
+        riid: REFIID,
+        ppvObject: *mut *mut c_void,
+    ) -> HRESULT,
+    /// Slot 1.
+    pub AddRef: unsafe extern "system" fn(this: *mut IMetaDataAssemblyImport) -> ULONG,
+    /// Slot 2.
+    pub Release: unsafe extern "system" fn(this: *mut IMetaDataAssemblyImport) -> ULONG,
+    /// Slot 3.
+    pub GetAssemblyProps: unsafe extern "system" fn(
+        this: *mut IMetaDataAssemblyImport,
+        mda: mdAssembly,
+        ppbPublicKey: *mut *const c_void,
+        pcbPublicKey: *mut ULONG,
+        pulHashAlgId: *mut ULONG,
+        szName: LPWSTR,
+        cchName: ULONG,
+        pchName: *mut ULONG,
+        pMetaData: *mut ASSEMBLYMETADATA,
+        pdwAssemblyFlags: *mut DWORD,
+    ) -> HRESULT,
+    /// Slots 4..=11: GetAssemblyRefProps, GetFileProps, GetExportedTypeProps,
+    /// GetManifestResourceProps, EnumAssemblyRefs, EnumFiles, EnumExportedTypes,
+    /// EnumManifestResources (never called).
+    pub _GetAssemblyRefProps_to_EnumManifestResources: [*const c_void; 8],
+    /// Slot 12.
+    pub GetAssemblyFromScope:
+        unsafe extern "system" fn(this: *mut IMetaDataAssemblyImport, ptkAssembly: *mut mdAssembly) -> HRESULT,
+}

@@ -235,6 +235,20 @@ fn metadata_import_slots() {
     assert_eq!(slot!(IMetaDataImport2Vtbl, EnumMethodSpecs), 72);
 }
 
+/// cor.h: IMetaDataEmit's 10th method is DefineTypeRefByName, its 12th DefineMemberRef, its 21st
+/// GetTokenFromSig; IMetaDataAssemblyEmit's 2nd DefineAssemblyRef; IMetaDataAssemblyImport's 1st
+/// GetAssemblyProps and 10th GetAssemblyFromScope (each after IUnknown's 3).
+#[test]
+fn metadata_emit_slots() {
+    assert_eq!(slot!(IMetaDataEmitVtbl, DefineTypeRefByName), 3 + 9);
+    assert_eq!(slot!(IMetaDataEmitVtbl, DefineMemberRef), 3 + 11);
+    assert_eq!(slot!(IMetaDataEmitVtbl, GetTokenFromSig), 3 + 20);
+    assert_eq!(size_of::<IMetaDataEmitVtbl>(), IMETADATA_EMIT_DECLARED_SLOTS * PTR);
+    assert_eq!(slot!(IMetaDataAssemblyEmitVtbl, DefineAssemblyRef), 3 + 1);
+    assert_eq!(slot!(IMetaDataAssemblyImportVtbl, GetAssemblyProps), 3);
+    assert_eq!(slot!(IMetaDataAssemblyImportVtbl, GetAssemblyFromScope), 3 + 9);
+}
+
 // ---------------------------------------------------------------------------
 // GUIDs, checked against the header text
 // ---------------------------------------------------------------------------
@@ -280,6 +294,9 @@ fn guids_match_header_text() {
         (IID_ICorProfilerInfo13, "6E6C7EE2-0701-4EC2-9D29-2E8733B66934"),
         (IID_ICorProfilerInfo14, "F460E352-D76D-4FE9-835F-F6AF9D6E862D"),
         (IID_IMetaDataImport2, "FCE5EFA0-8BBA-4f8e-A036-8F2022B08466"),
+        (IID_IMetaDataEmit, "BA3FEE4C-ECB9-4e41-83B7-183FA41CD859"),
+        (IID_IMetaDataAssemblyEmit, "211EF15B-5317-4438-B196-DEC87B887693"),
+        (IID_IMetaDataAssemblyImport, "EE62470B-E94B-424e-9B7C-2F00C9249F93"),
     ];
     for (guid, text) in table {
         assert_eq!(*guid, guid_from_text(text), "{text}");

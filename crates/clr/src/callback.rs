@@ -61,6 +61,11 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     /// The JIT starts compiling `function` (`COR_PRF_MONITOR_JIT_COMPILATION`), on the compiling
     /// thread.
     fn jit_compilation_started(&self, _function: FunctionID) {}
+    /// The JIT considers inlining `callee` into `caller` (`COR_PRF_MONITOR_JIT_COMPILATION`);
+    /// `false` keeps `callee` a call of its own.
+    fn jit_inlining(&self, _caller: FunctionID, _callee: FunctionID) -> bool {
+        true
+    }
     /// The JIT finished `function` (compiled, or failed with `status`).
     fn jit_compilation_finished(&self, _function: FunctionID, _status: HRESULT) {}
     /// A module finished loading (`COR_PRF_MONITOR_MODULE_LOADS`), or failed to with `status`.
@@ -461,15 +466,21 @@ pub(crate) unsafe extern "system" fn jit_cached_function_search_started(
 
 pub(crate) unsafe extern "system" fn jit_inlining(
     _this: *mut ICorProfilerCallback11,
-    _caller: FunctionID,
-    _callee: FunctionID,
+    caller: FunctionID,
+    callee: FunctionID,
     should_inline: *mut BOOL,
 ) -> HRESULT {
-    if !should_inline.is_null() {
-        // SAFETY: non-null out-parameter from the runtime.
-        unsafe { *should_inline = TRUE };
+    if should_inline.is_null() {
+        return S_OK;
     }
-    S_OK
+    let mut inline = true;
+    let hr = guard(|h| {
+        inline = h.jit_inlining(caller, callee);
+        S_OK
+    });
+    // SAFETY: non-null out-parameter from the runtime.
+    unsafe { *should_inline = if inline { TRUE } else { FALSE } };
+    hr
 }
 
 pub(crate) unsafe extern "system" fn load_as_notification_only(

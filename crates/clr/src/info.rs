@@ -392,6 +392,17 @@ impl ProfilerInfo {
         namer(module, type_def).ok_or(HResult(E_FAIL))
     }
 
+    /// `GetModuleMetaData`: one reference to interface `iid` of `module`'s metadata in `out`.
+    pub(crate) fn module_metadata(
+        &self,
+        module: ModuleID,
+        flags: DWORD,
+        iid: &GUID,
+        out: &mut *mut IUnknown,
+    ) -> Result<(), HResult> {
+        call!(self.GetModuleMetaData(module, flags, iid, out))
+    }
+
     /// A TypeDef's name through the module's metadata interface (`GetModuleMetaData`: see
     /// `sonde_metadata::tables` for what asking for it costs).
     fn runtime_type_def_name(&self, module: ModuleID, type_def: u32) -> Option<String> {

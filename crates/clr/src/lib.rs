@@ -10,11 +10,13 @@
 
 pub mod callback;
 mod callback_slots;
+mod emit;
 mod hresult;
 mod info;
 mod metadata;
 
 pub use callback::{EventPipeEvent, ProfilerCallback, class_factory};
+pub use emit::{AssemblyIdentity, ConstructibleType, DEFAULT_CTOR_SIG, ModuleWriter};
 pub use hresult::HResult;
 pub use info::{ProfilerInfo, RuntimeInfo, ThreadWalk, TypeDefNamer, WalkFrame};
 pub use sonde_clr_sys as sys;

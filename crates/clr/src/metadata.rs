@@ -63,6 +63,44 @@ impl Import {
         Ok((full, signature))
     }
 
+    /// The public top-level type `name` (`Namespace.Type`) if it has a public constructor taking
+    /// no arguments (`newobj` of it then never fails to resolve).
+    pub(crate) fn constructible_type(&self, name: &str) -> Option<crate::emit::ConstructibleType> {
+        let wide: Vec<u16> = name.encode_utf16().chain(std::iter::once(0)).collect();
+        let mut type_def: mdTypeDef = 0;
+        call!(self.FindTypeDefByName(wide.as_ptr(), 0, &mut type_def)).ok()?;
+        let (mut flags, mut extends) = (0u32, 0u32);
+        read_string(|cap, len, buf| call!(self.GetTypeDefProps(type_def, buf, cap, len, &mut flags, &mut extends)))
+            .ok()?;
+        if flags & tdVisibilityMask != tdPublic {
+            return None;
+        }
+        let ctor: Vec<u16> = ".ctor".encode_utf16().chain(std::iter::once(0)).collect();
+        let sig = crate::emit::DEFAULT_CTOR_SIG;
+        let mut method: mdMethodDef = 0;
+        call!(self.FindMethod(type_def, ctor.as_ptr(), sig.as_ptr(), sig.len() as ULONG, &mut method)).ok()?;
+        let (mut class, mut attr, mut sig_ptr, mut sig_len, mut rva, mut impl_flags) =
+            (0u32, 0u32, std::ptr::null(), 0u32, 0u32, 0u32);
+        read_string(|cap, len, buf| {
+            call!(self.GetMethodProps(
+                method,
+                &mut class,
+                buf,
+                cap,
+                len,
+                &mut attr,
+                &mut sig_ptr,
+                &mut sig_len,
+                &mut rva,
+                &mut impl_flags
+            ))
+        })
+        .ok()?;
+        const MD_MEMBER_ACCESS_MASK: u32 = 0x0007;
+        const MD_PUBLIC: u32 = 0x0006;
+        (attr & MD_MEMBER_ACCESS_MASK == MD_PUBLIC).then_some(crate::emit::ConstructibleType { type_def, ctor: method })
+    }
+
     /// A TypeDef's name with its enclosing types: `Namespace.Outer+Inner`.
     pub(crate) fn type_def_name(&self, mut class: mdTypeDef) -> Result<String, HResult> {
         let mut parts = Vec::new();

@@ -288,6 +288,32 @@ impl MethodBody {
         })
     }
 
+    /// The body with `code` run first, once per call: before the first instruction, outside
+    /// every exception region, and not reached by any branch (a loop back to the start lands
+    /// after it). `code` may branch within itself (its branches are relative and copied as
+    /// is) and may end the call (`throw`, `ret`); when it falls through, it must leave the stack
+    /// empty. `extra_stack`: the most stack slots it needs.
+    pub fn prepend(&self, code: &[u8], extra_stack: u16) -> Result<MethodBody, Error> {
+        // Every branch of the body is relative to its own position, so moving the whole body
+        // keeps it right; only the clauses' absolute offsets move.
+        let shift = u32::try_from(code.len()).map_err(|_| Error::TooLarge)?;
+        if u64::from(shift) + self.code.len() as u64 > u64::from(u32::MAX >> 2) {
+            return Err(Error::TooLarge);
+        }
+        self.instructions()?;
+        let mut out = self.clone();
+        out.code = [code, &self.code].concat();
+        for c in &mut out.clauses {
+            c.try_offset += shift;
+            c.handler_offset += shift;
+            if c.flags & Clause::FILTER != 0 {
+                c.class_or_filter += shift;
+            }
+        }
+        out.max_stack = out.max_stack.max(extra_stack);
+        Ok(out)
+    }
+
     /// The body in the runtime's format: a fat header, the code, and one fat exception section
     /// when there are clauses.
     pub fn encode(&self) -> Vec<u8> {

@@ -256,3 +256,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn prepended_code_runs_once_outside_every_region() {
+    // try { 0 nop; 1 leave.s 6 } catch { 3 pop; 4 leave.s 6 } 6 br.s 0 (a loop to the start)
+    let code = vec![0x00, 0xDE, 0x03, 0x26, 0xDE, 0x00, 0x2B, 0xF8];
+    let clause =
+        Clause { flags: 0, try_offset: 0, try_length: 3, handler_offset: 3, handler_length: 3, class_or_filter: 1 };
+    let body = MethodBody { max_stack: 1, local_var_sig: 0, init_locals: true, code, clauses: vec![clause] };
+    let edited = body.prepend(PROBE, 2).unwrap();
+    assert_eq!(&edited.code[..2], PROBE);
+    assert_eq!(&edited.code[2..], &body.code[..], "branches are relative: the body moves unchanged");
+    assert_eq!(edited.clauses[0], Clause { try_offset: 2, handler_offset: 5, ..clause });
+    assert_eq!(edited.max_stack, 2);
+    // The loop's br.s −8 from 10 lands on 2: the original first instruction, not the prologue.
+    assert_eq!(10 + i64::from(edited.code[9] as i8), 2);
+    assert_eq!(MethodBody::parse(&edited.encode()).unwrap(), edited);
+}
+
+proptest! {
+    /// Prepending leaves the original program's path as it was, after the prologue.
+    #[test]
+    fn prepended_programs_run_the_same_path((ops, _) in arb_program()) {
+        let code = assemble(&ops);
+        let body = MethodBody { max_stack: 8, local_var_sig: 0, init_locals: false, code, clauses: Vec::new() };
+        let edited = body.prepend(&[0x00, 0x00, 0x00], 0).unwrap();
+        let before = run(&body, 200);
+        let after: Vec<u32> = run(&edited, 203).into_iter().skip(3).map(|o| o - 3).collect();
+        prop_assert_eq!(before, after);
+    }
+}

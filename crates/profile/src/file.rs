@@ -38,6 +38,7 @@
 //! | `coverage_blocks` | `Coverage::managed` ([`crate::model::MethodBlocks`]: coverage mode's blocks) | version 2 |
 //! | `coverage_lines` | `Coverage::lines` ([`crate::model::LineHits`]: coverage mode's lines) | version 2 |
 //! | `call_trace` | `RuntimeEvents::call_trace` ([`crate::trace::CallTrace`]: each thread's latest calls) | version 2 |
+//! | `faults` | `RuntimeEvents::faults` ([`crate::model::Faults`]: the error simulator's rules and faults) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -181,6 +182,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if !events.call_trace.threads.is_empty() {
         list.push(("call_trace".to_string(), encode(&events.call_trace)));
     }
+    if events.faults != Default::default() {
+        list.push(("faults".to_string(), encode(&events.faults)));
+    }
     if profile.sources != Default::default() {
         list.push(("sources".to_string(), encode(&profile.sources)));
     }
@@ -221,6 +225,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
             "call_trace" => profile.events.call_trace = postcard::from_bytes(bytes)?,
+            "faults" => profile.events.faults = postcard::from_bytes(bytes)?,
             "sources" => {
                 // Its own extension carries `node_lines` (read before or after this one).
                 let node_lines = std::mem::take(&mut profile.sources.node_lines);

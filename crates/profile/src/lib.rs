@@ -29,11 +29,11 @@ pub use analysis::{
 };
 pub use file::{FORMAT_VERSION, FileError, MAGIC, MAX_PAYLOAD_LEN, load, read_profile, save, write_profile};
 pub use model::{
-    AllocSampling, AllocationCount, Allocations, Attach, Compensation, Coverage, ExceptionCount, FunctionCoverage,
-    GcCollection, GcKind, GcReason, GcSummary, Instantiation, InvalidProfile, LineHits, LineSamples, Loading,
-    LostSamples, Method, MethodBlocks, MethodCoverage, Mode, ModuleLoad, NativeFunction, Node, NodeEvents, NodeLine,
-    Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline, TimelineEvent,
-    TimelineKind, Timing,
+    AllocSampling, AllocationCount, Allocations, Attach, Compensation, Coverage, ExceptionCount, Fault, FaultRule,
+    Faults, FunctionCoverage, GcCollection, GcKind, GcReason, GcSummary, Instantiation, InvalidProfile, LineHits,
+    LineSamples, Loading, LostSamples, Method, MethodBlocks, MethodCoverage, Mode, ModuleLoad, NativeFunction, Node,
+    NodeEvents, NodeLine, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline,
+    TimelineEvent, TimelineKind, Timing,
 };
 pub use names::{Kind, display_name};
 pub use trace::{CallTrace, ThreadTrace, TraceEvent, TracedCall};

@@ -484,6 +484,54 @@ pub struct RuntimeEvents {
     /// extension).
     #[serde(skip)]
     pub call_trace: crate::trace::CallTrace,
+    /// The error simulator's rules and the faults it injected (`--inject`; the file's `faults`
+    /// extension).
+    #[serde(skip)]
+    pub faults: Faults,
+}
+
+/// What the error simulator did (`sonde record --inject`; docs/INJECT.md): each rule, the
+/// methods it was applied to, and every fault it injected with what became of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Faults {
+    pub rules: Vec<FaultRule>,
+    /// The faults in the order they were thrown: the first [`Faults::MAX_INJECTED`].
+    pub injected: Vec<Fault>,
+    /// Faults injected after `injected` was full.
+    pub dropped: u64,
+}
+
+impl Faults {
+    pub const MAX_INJECTED: usize = 100_000;
+}
+
+/// One rule of the error simulator.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultRule {
+    /// As the controller wrote it (`METHODS=EXCEPTION[@…]`).
+    pub rule: String,
+    /// The exception type's full name.
+    pub exception: String,
+    /// The methods it was applied to (their IL throws at entry), by id, ascending.
+    pub methods: Vec<u32>,
+    /// Why it could not be applied to a method it matched (the exception type not found,
+    /// a body the IL editor refused), each reason once.
+    pub problems: Vec<String>,
+}
+
+/// One injected fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    /// Index into [`Faults::rules`].
+    pub rule: u32,
+    /// The method that threw it, at its entry.
+    pub method: u32,
+    pub os_tid: u32,
+    /// Nanoseconds from the agent's start.
+    pub at_ns: u64,
+    /// The method whose handler caught it first; `None` when nothing caught it: the program
+    /// died of it (or ended while it was unwinding).
+    pub caught_in: Option<u32>,
 }
 
 /// Timestamped events for a timeline of the run: the first [`Timeline::MAX_EVENTS`].
@@ -741,7 +789,9 @@ pub enum InvalidProfile {
     FrameworkOutOfOrder { methods: usize },
     #[error("generic instantiations name method {method} of {methods}, or are out of order")]
     InstantiationsOutOfOrder { method: u32, methods: usize },
-    #[error("the call trace or the coverage names method {method} of {methods}")]
+    #[error("an injected fault names a rule the profile does not have")]
+    FaultRuleOutOfRange,
+    #[error("the call trace, the coverage or the faults name method {method} of {methods}")]
     TraceMethodOutOfRange { method: u32, methods: usize },
     #[error("the coverage's methods are out of order")]
     CoverageOutOfOrder,
@@ -804,6 +854,15 @@ impl Profile {
             || self.coverage.managed.windows(2).any(|w| w[0].method > w[1].method)
         {
             return Err(InvalidProfile::CoverageOutOfOrder);
+        }
+        let faults = &self.events.faults;
+        let named = faults.rules.iter().flat_map(|r| r.methods.iter().copied());
+        let thrown = faults.injected.iter().flat_map(|f| std::iter::once(f.method).chain(f.caught_in));
+        if let Some(method) = named.chain(thrown).find(|&m| m as usize >= methods) {
+            return Err(InvalidProfile::TraceMethodOutOfRange { method, methods });
+        }
+        if faults.injected.iter().any(|f| f.rule as usize >= faults.rules.len()) {
+            return Err(InvalidProfile::FaultRuleOutOfRange);
         }
         let traced = self.events.call_trace.threads.iter().flat_map(|t| &t.events);
         if let Some(e) = traced.into_iter().find(|e| e.method as usize >= self.methods.len()) {
@@ -959,7 +1018,7 @@ mod tests {
             broken(|p| p.coverage.managed = vec![MethodBlocks { method: 3, blocks: vec![(0, 1)] }]),
             (
                 InvalidProfile::TraceMethodOutOfRange { method: 3, methods: 1 },
-                "the call trace or the coverage names method 3 of 1".to_string()
+                "the call trace, the coverage or the faults name method 3 of 1".to_string()
             )
         );
         assert_eq!(

@@ -56,6 +56,8 @@ pub const ENV_ASYNC: &str = "SONDE_ASYNC";
 /// Keep a call trace of instrumented native code: the latest N enter/exit events per thread
 /// (`sonde record --call-trace[=N]`; docs/NATIVE.md).
 pub const ENV_CALL_TRACE: &str = "SONDE_CALL_TRACE";
+/// The error simulator's rules, one per line (`sonde record --inject`; [`crate::inject`]).
+pub const ENV_INJECT: &str = "SONDE_INJECT";
 /// The events per thread `--call-trace` keeps when no number is given.
 pub const DEFAULT_CALL_TRACE_EVENTS: u32 = 65_536;
 /// The most events per thread a call trace can keep (16 bytes each).
@@ -78,6 +80,7 @@ pub const ALL_VARS: &[&str] = &[
     ENV_NATIVE,
     ENV_NATIVE_HOOKS,
     ENV_CALL_TRACE,
+    ENV_INJECT,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing
@@ -176,6 +179,8 @@ pub enum ConfigError {
     UnknownEvent(String),
     #[error("{ENV_ALLOC_SAMPLE_BYTES}: not a positive number: `{0}`")]
     BadAllocSampleBytes(String),
+    #[error("{ENV_INJECT}: {0}")]
+    BadInjectRule(crate::inject::RuleError),
     #[error("{ENV_CALL_TRACE}: not a number of events from 1 to {MAX_CALL_TRACE_EVENTS}: `{0}`")]
     BadCallTrace(String),
     #[error("the attach command's client data is not a Sonde configuration")]
@@ -227,6 +232,8 @@ pub struct AgentConfig {
     pub native_hooks: bool,
     /// Events per thread of the native call trace; 0: none ([`ENV_CALL_TRACE`]).
     pub call_trace: u32,
+    /// The error simulator's rules ([`ENV_INJECT`]); empty: none.
+    pub inject: Vec<crate::InjectRule>,
 }
 
 impl Default for AgentConfig {
@@ -248,6 +255,7 @@ impl Default for AgentConfig {
             async_stacks: false,
             native_hooks: false,
             call_trace: 0,
+            inject: Vec::new(),
         }
     }
 }
@@ -273,6 +281,9 @@ impl AgentConfig {
         }
         if self.call_trace != 0 {
             env.push((ENV_CALL_TRACE, self.call_trace.to_string()));
+        }
+        if !self.inject.is_empty() {
+            env.push((ENV_INJECT, self.inject.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("\n")));
         }
         if self.alloc_sample_bytes != DEFAULT_ALLOC_SAMPLE_BYTES {
             env.push((ENV_ALLOC_SAMPLE_BYTES, self.alloc_sample_bytes.to_string()));
@@ -387,6 +398,14 @@ impl AgentConfig {
                 _ => return Err(ConfigError::BadCallTrace(events)),
             };
         }
+        if let Some(rules) = get(ENV_INJECT) {
+            config.inject = rules
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(crate::InjectRule::parse)
+                .collect::<Result<_, _>>()
+                .map_err(ConfigError::BadInjectRule)?;
+        }
         if let Some(list) = get(ENV_EVENTS) {
             config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
         }
@@ -435,6 +454,10 @@ mod tests {
             async_stacks: true,
             native_hooks: true,
             call_trace: 1000,
+            inject: vec![
+                crate::InjectRule::parse("Acme.Db.Query=System.TimeoutException@every:5").unwrap(),
+                crate::InjectRule::parse("Acme.Net.*=System.IO.IOException@after:2@p:0.25").unwrap(),
+            ],
         };
         let env: HashMap<_, _> = config.to_env().into_iter().collect();
         let back = AgentConfig::from_env(|k| env.get(k).cloned()).unwrap();

@@ -17,10 +17,12 @@ pub mod config;
 pub mod control;
 pub mod filter;
 pub mod frame;
+pub mod inject;
 pub mod message;
 pub mod trust;
 
 pub use config::{AgentConfig, BenchHooks, ConfigError};
 pub use filter::MethodFilter;
 pub use frame::{FrameError, encode_frame, read_frame, write_frame};
+pub use inject::InjectRule;
 pub use message::*;

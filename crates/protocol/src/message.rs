@@ -194,6 +194,8 @@ pub struct Snapshot {
     pub call_trace: sonde_profile::CallTrace,
     /// Coverage mode: every rewritten method's blocks and their counts so far.
     pub coverage: Vec<sonde_profile::MethodBlocks>,
+    /// The error simulator's rules and the faults it injected so far (`--inject`).
+    pub faults: sonde_profile::Faults,
     /// Sampling mode: samples by method and IL offset so far, where the runtime maps the code
     /// back to IL (managed frames).
     pub lines: Vec<LineRecord>,

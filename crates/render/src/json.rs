@@ -215,6 +215,7 @@ impl Renderer for JsonRenderer {
                     })
                 }),
             }),
+            faults: fault_views(profile),
         };
         let mut out = BufWriter::new(out);
         let mut ser = serde_json::Serializer::with_formatter(&mut out, LineFormatter::default());
@@ -258,6 +259,71 @@ struct Report<'a, T, M, N, E, C, A, L, X, V> {
     call_trace: Option<CallTraceView<X>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     coverage: Option<V>,
+    #[serde(flatten)]
+    faults: Option<FaultsView<'a>>,
+}
+
+/// The error simulator's record, present only when the recording had rules (`faults`,
+/// `fault_rules`, `faults_dropped` at the top level).
+#[derive(Serialize)]
+struct FaultsView<'a> {
+    faults: Vec<FaultView<'a>>,
+    fault_rules: Vec<FaultRuleView<'a>>,
+    faults_dropped: u64,
+}
+
+#[derive(Serialize)]
+struct FaultView<'a> {
+    rule: u32,
+    method: &'a str,
+    exception: &'a str,
+    thread: u32,
+    at_ns: u64,
+    caught_in: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct FaultRuleView<'a> {
+    rule: &'a str,
+    exception: &'a str,
+    methods: Vec<&'a str>,
+    faults: usize,
+    problems: &'a [String],
+}
+
+fn fault_views(profile: &Profile) -> Option<FaultsView<'_>> {
+    let faults = &profile.events.faults;
+    if faults.rules.is_empty() {
+        return None;
+    }
+    let name = |m: u32| profile.methods.get(m as usize).map_or("", |m| m.name.as_str());
+    Some(FaultsView {
+        faults: faults
+            .injected
+            .iter()
+            .map(|f| FaultView {
+                rule: f.rule,
+                method: name(f.method),
+                exception: faults.rules.get(f.rule as usize).map_or("", |r| r.exception.as_str()),
+                thread: f.os_tid,
+                at_ns: f.at_ns,
+                caught_in: f.caught_in.map(name),
+            })
+            .collect(),
+        fault_rules: faults
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| FaultRuleView {
+                rule: &r.rule,
+                exception: &r.exception,
+                methods: r.methods.iter().map(|&m| name(m)).collect(),
+                faults: faults.injected.iter().filter(|f| f.rule as usize == i).count(),
+                problems: &r.problems,
+            })
+            .collect(),
+        faults_dropped: faults.dropped,
+    })
 }
 
 #[derive(Serialize)]

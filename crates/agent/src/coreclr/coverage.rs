@@ -9,15 +9,15 @@
 //! two threads running one block at the same instant can count once between them. Whether a
 //! block ran is exact; how often is exact on one thread.
 //!
+//! The rewriting itself (when, which methods, once each) is `super::rewrite`'s.
+//!
 //! **Which methods:** those the filter traces (`--include`/`--exclude`/`--all`; the program's
 //! own code by default), once per MethodDef (generic instantiations share their IL; later tiers
 //! compile the rewritten IL again). With `--all`, precompiled framework code is JIT-compiled
 //! instead so that it is rewritten too.
 
 use crate::ipc::link::SnapshotFacts;
-use crate::log::log;
-use crate::session::{self, StartError};
-use crate::tree::methods::methods;
+use crate::session::StartError;
 use sonde_clr::ProfilerInfo;
 use sonde_clr::sys::*;
 use sonde_il::MethodBody;
@@ -38,8 +38,6 @@ struct Covered {
 #[derive(Default)]
 struct State {
     covered: Vec<Covered>,
-    /// (module, MethodDef token) already rewritten.
-    done: HashSet<(ModuleID, u32)>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -49,7 +47,7 @@ const PROBE_STACK: u16 = 3;
 
 /// Sets coverage mode up: JIT compilation events only.
 pub fn start(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
-    let mut mask = COR_PRF_MONITOR_JIT_COMPILATION;
+    let mut mask = COR_PRF_MONITOR_JIT_COMPILATION | super::inject::event_mask(config);
     if config.filter.may_trace_framework() {
         // Precompiled (ReadyToRun) framework code is never compiled, so never rewritten.
         mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
@@ -59,48 +57,22 @@ pub fn start(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts,
     Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false })
 }
 
-/// `JITCompilationStarted`: rewrites `function`'s IL if the filter covers it and it has not been
-/// rewritten. A body the editor cannot keep valid is left as it is (logged).
-pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
-    let Some(session) = session::get() else { return };
-    let Ok((_, module, token)) = info.function_info(function) else { return };
-    {
-        // The lock is not held while the runtime is called: a call could compile something.
-        let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(state) = state.as_mut() else { return };
-        if !state.done.insert((module, token)) {
-            return;
-        }
-    }
-    let Ok(names) = info.method_names(function) else { return };
-    let framework = crate::process::is_framework(&names.path, &names.assembly);
-    if !session.config.filter.traces(&names.name, &names.assembly, framework) {
-        return;
-    }
-    let name = names.name.clone();
-    match rewrite(info, module, token) {
-        Ok((offsets, counters)) => {
-            let method = methods().insert(function, names);
-            let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(state) = state.as_mut() {
-                state.covered.push(Covered { method, offsets, counters });
-            }
-        }
-        Err(why) => log!("coverage: {name} left as it is: {why}"),
-    }
-}
-
-/// Gives MethodDef `token` of `module` a counter per block; returns the blocks and counters.
-fn rewrite(info: &ProfilerInfo, module: ModuleID, token: u32) -> Result<(Box<[u32]>, &'static [AtomicU32]), String> {
-    let original = info.il_function_body(module, token).map_err(|e| format!("GetILFunctionBody: {e}"))?;
-    let body = MethodBody::parse(&original).map_err(|e| e.to_string())?;
-    let offsets: Box<[u32]> = leaders(&body).map_err(|e| e.to_string())?.into();
+/// Gives `body` a counter per block: the edited body, its blocks' IL offsets and counters.
+pub fn instrument(body: &MethodBody) -> Result<(MethodBody, Box<[u32]>, &'static [AtomicU32]), String> {
+    let offsets: Box<[u32]> = leaders(body).map_err(|e| e.to_string())?.into();
     let counters: &'static [AtomicU32] = Box::leak(offsets.iter().map(|_| AtomicU32::new(0)).collect());
     let probes: Vec<[u8; 16]> = counters.iter().map(probe).collect();
     let inserts: Vec<(u32, &[u8])> = offsets.iter().zip(&probes).map(|(&o, p)| (o, &p[..])).collect();
     let edited = body.insert(&inserts, PROBE_STACK).map_err(|e| e.to_string())?;
-    info.set_il_function_body(module, token, &edited.encode()).map_err(|e| format!("SetILFunctionBody: {e}"))?;
-    Ok((offsets, counters))
+    Ok((edited, offsets, counters))
+}
+
+/// Method `method` (a methods-table id) now runs with `counters` at `offsets`.
+pub fn covered(method: u32, offsets: Box<[u32]>, counters: &'static [AtomicU32]) {
+    let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(state) = state.as_mut() {
+        state.covered.push(Covered { method, offsets, counters });
+    }
 }
 
 /// `counter += 1` in IL: `ldc.i8 &counter; conv.i; dup; ldind.i4; ldc.i4.1; add; stind.i4`.

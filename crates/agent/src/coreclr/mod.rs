@@ -16,6 +16,8 @@ pub mod coverage;
 mod eventpipe;
 mod frames;
 pub mod hooks;
+pub mod inject;
+mod rewrite;
 
 use crate::calibration;
 use crate::events;
@@ -54,10 +56,13 @@ impl ProfilerCallback for Clr {
         let loaded_by = format!("CoreCLR (ICorProfilerInfo{})", info.version);
         let info = INFO.get_or_init(|| info);
         let runtime = RuntimeId { kind: "coreclr", loaded_by: &loaded_by };
-        let set_up = |config: &AgentConfig| match config.mode {
-            Mode::Tracing => start_tracing(info, config),
-            Mode::Sampling => start_sampling(info, config, false),
-            Mode::Coverage => coverage::start(info, config),
+        let set_up = |config: &AgentConfig| {
+            inject::configure(config, None);
+            match config.mode {
+                Mode::Tracing => start_tracing(info, config),
+                Mode::Sampling => start_sampling(info, config, false),
+                Mode::Coverage => coverage::start(info, config),
+            }
         };
         session::start(runtime, ConfigSource::Environment, || runtime_version(info), set_up)
             .map_err(|_| HResult(E_FAIL))?;
@@ -177,6 +182,7 @@ impl ProfilerCallback for Clr {
     }
 
     fn exception_thrown(&self, exception: ObjectID) {
+        inject::thrown();
         if let (Some(_), Some(info)) = (session::get(), info()) {
             let class = info.class_of_object(exception).unwrap_or(0);
             events::exception_thrown(class, || info.class_name(class).ok());
@@ -188,8 +194,9 @@ impl ProfilerCallback for Clr {
         session::exception_thrown();
     }
 
-    fn exception_catcher_enter(&self, _function: FunctionID, exception: ObjectID) {
+    fn exception_catcher_enter(&self, function: FunctionID, exception: ObjectID) {
         let (Some(_), Some(info)) = (session::get(), info()) else { return };
+        inject::caught(|| inject::method_id(info, function));
         let class = info.class_of_object(exception).unwrap_or(0);
         events::exception_caught(class, || info.class_name(class).ok());
     }
@@ -227,13 +234,21 @@ impl ProfilerCallback for Clr {
 
     fn jit_compilation_started(&self, function: FunctionID) {
         if session::get().is_some() {
-            if session::mode() == Some(Mode::Coverage) {
-                if let Some(info) = info() {
-                    coverage::compiling(info, function);
-                }
-                return;
+            if rewrite::active()
+                && let Some(info) = info()
+            {
+                rewrite::compiling(info, function);
             }
-            events::jit_started();
+            if session::mode() != Some(Mode::Coverage) {
+                events::jit_started();
+            }
+        }
+    }
+
+    fn jit_inlining(&self, _caller: FunctionID, callee: FunctionID) -> bool {
+        match info() {
+            Some(info) if session::get().is_some() && rewrite::active() => rewrite::may_inline(info, callee),
+            _ => true,
         }
     }
 
@@ -253,6 +268,7 @@ impl ProfilerCallback for Clr {
         if status < 0 {
             return;
         }
+        inject::module_loaded(module);
         let Ok((path, _assembly)) = info.module_path_and_assembly(module) else { return };
         let name =
             std::path::Path::new(&path).file_name().map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
@@ -391,6 +407,7 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         | COR_PRF_MONITOR_THREADS
         | COR_PRF_MONITOR_SUSPENDS
         | loading_events(config)
+        | inject::event_mask(config)
         | exact_allocation_events(exact);
     if hook_set.with_info {
         mask |= COR_PRF_ENABLE_FRAME_INFO;
@@ -524,7 +541,8 @@ fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> 
     let exact = exact_allocations(config, attached);
     // JIT compilations always: an on-stack-replacement version's frame shape is learnt when it
     // is compiled (`frames::learn_osr`), before its first sample.
-    let events = SAMPLING_EVENTS | COR_PRF_MONITOR_JIT_COMPILATION | loading_events(config);
+    let events =
+        SAMPLING_EVENTS | COR_PRF_MONITOR_JIT_COMPILATION | loading_events(config) | inject::event_mask(config);
     info.set_event_mask(events | exact_allocation_events(exact), EVENTS_HIGH)
         .map_err(|e| StartError::runtime("SetEventMask", e))?;
     start_event_pipe(info, config, exact);

@@ -89,6 +89,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         loading,
         timeline,
         call_trace,
+        faults: crate::coreclr::inject::snapshot(),
         coverage: {
             let mut coverage = crate::coreclr::coverage::snapshot();
             coverage.extend(crate::mono::coverage::snapshot(ctx.last));

@@ -67,6 +67,10 @@ fn thread_ids<R>(f: impl FnOnce(&mut ThreadIds) -> R) -> R {
     f(THREADS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(ThreadIds::default))
 }
 
+/// Why `--inject` does nothing on Mono (docs/INJECT.md).
+pub const INJECT_UNSUPPORTED: &str =
+    "not applied: the error simulator needs CoreCLR (Mono's profiler API cannot rewrite a method's IL)";
+
 /// Mono's entry point for `--profile=sonde[:ARGS]`; `desc` is the whole option value.
 pub fn init(desc: &str) {
     let loaded_by = format!("Mono (--profile={desc})");
@@ -74,6 +78,9 @@ pub fn init(desc: &str) {
     let version = || Mono::from_process().map_or_else(|_| "unknown".into(), Mono::runtime_version);
     let _ = session::start(runtime, session::ConfigSource::Environment, version, |config| {
         let mono = Mono::from_process().map_err(|e| StartError::runtime("finding Mono's API", e))?;
+        // The controller refuses `--inject` for a `mono` command; a Mono it did not recognise
+        // says so in the profile, rule by rule.
+        crate::coreclr::inject::configure(config, Some(INJECT_UNSUPPORTED));
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,
             Mode::Sampling => sampling::start(mono, config)?,

@@ -100,6 +100,25 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
             ],
         }],
     };
+    profile.events.faults = crate::model::Faults {
+        rules: vec![crate::model::FaultRule {
+            rule: "Acme.*=System.TimeoutException@every:5".into(),
+            exception: "System.TimeoutException".into(),
+            methods: vec![1],
+            problems: vec!["Acme.Big: the method body is truncated".into()],
+        }],
+        injected: vec![
+            crate::model::Fault { rule: 0, method: 1, os_tid: 7, at_ns: 120, caught_in: Some(0) },
+            crate::model::Fault { rule: 0, method: 1, os_tid: 7, at_ns: 130, caught_in: None },
+        ],
+        dropped: 0,
+    };
+    let mut broken = profile.clone();
+    broken.events.faults.injected[0].rule = 1;
+    assert!(matches!(broken.validate(), Err(InvalidProfile::FaultRuleOutOfRange)));
+    broken.events.faults.injected[0] =
+        crate::model::Fault { rule: 0, method: 99, os_tid: 7, at_ns: 1, caught_in: None };
+    assert!(matches!(broken.validate(), Err(InvalidProfile::TraceMethodOutOfRange { method: 99, .. })));
     let at = |line| SourceLine { file: 0, line };
     profile.sources = Sources {
         files: vec!["/src/App/Math.cs".into()],

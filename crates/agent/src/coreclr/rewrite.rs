@@ -1,0 +1,139 @@
+//! IL rewriting at JIT time, for coverage mode (`super::coverage`: a counter per block) and the
+//! error simulator (`super::inject`: a throwing prologue), together when both apply: before a
+//! method's first compilation (`JITCompilationStarted`) its IL is read once, edited for each, and
+//! set once (`SetILFunctionBody`). Later compilations of the method (higher tiers, generic
+//! instantiations) use the rewritten IL.
+//!
+//! **Inlining.** A method the JIT inlines into a caller compiled before the method itself was
+//! would run its original IL there. So while a method that is to be rewritten has not been, it
+//! is not inlined (`JITInlining`); once rewritten, it may be (the JIT inlines the new IL). With
+//! tiered compilation the first compilation of every method is unoptimised and inlines nothing,
+//! so this matters for code compiled optimised at once (`AggressiveOptimization`, tiering off).
+
+use super::{coverage, inject};
+use crate::log::log;
+use crate::session;
+use crate::tree::methods::methods;
+use sonde_clr::ProfilerInfo;
+use sonde_clr::sys::*;
+use sonde_il::MethodBody;
+use sonde_profile::Mode;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// What was decided for a MethodDef.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// A thread is rewriting it.
+    Rewriting,
+    /// Its IL is the rewritten one.
+    Rewritten,
+    /// Nothing applies, or it could not be rewritten.
+    LeftAlone,
+}
+
+/// Per (module, MethodDef token).
+static DECIDED: Mutex<Option<HashMap<(ModuleID, u32), Decision>>> = Mutex::new(None);
+
+fn decided(key: (ModuleID, u32)) -> Option<Decision> {
+    DECIDED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|d| d.get(&key).copied())
+}
+
+/// Records a first decision; false if one was already there (another thread got there first).
+fn decide(key: (ModuleID, u32), decision: Decision) -> bool {
+    let mut guard = DECIDED.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if map.contains_key(&key) {
+        return false;
+    }
+    map.insert(key, decision);
+    true
+}
+
+fn settle(key: (ModuleID, u32), decision: Decision) {
+    if let Some(map) = DECIDED.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        map.insert(key, decision);
+    }
+}
+
+/// Whether this session rewrites IL at all.
+pub fn active() -> bool {
+    session::mode() == Some(Mode::Coverage) || inject::active()
+}
+
+/// What applies to a method: coverage, and the index of the rule that injects into it.
+fn wanted(info: &ProfilerInfo, function: FunctionID) -> Option<(sonde_metadata::MethodNames, bool, Option<u32>)> {
+    let session = session::get()?;
+    let names = info.method_names(function).ok()?;
+    let framework = crate::process::is_framework(&names.path, &names.assembly);
+    let cover =
+        session.config.mode == Mode::Coverage && session.config.filter.traces(&names.name, &names.assembly, framework);
+    let rule = inject::rule_for(&names.name);
+    (cover || rule.is_some()).then_some((names, cover, rule))
+}
+
+/// `JITCompilationStarted`: rewrites `function`'s IL if coverage or a rule applies and it has
+/// not been rewritten. A body that cannot be rewritten is left as it is (logged; for a rule, in
+/// the profile).
+pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
+    let Ok((_, module, token)) = info.function_info(function) else { return };
+    if decided((module, token)).is_some() {
+        return;
+    }
+    let Some((names, cover, rule)) = wanted(info, function) else {
+        decide((module, token), Decision::LeftAlone);
+        return;
+    };
+    if !decide((module, token), Decision::Rewriting) {
+        return;
+    }
+    let name = names.name.clone();
+    let method = methods().insert(function, names);
+    let edited = (|| -> Result<_, String> {
+        let original = info.il_function_body(module, token).map_err(|e| format!("GetILFunctionBody: {e}"))?;
+        let mut body = MethodBody::parse(&original).map_err(|e| e.to_string())?;
+        let mut counters = None;
+        if cover {
+            let (edited, offsets, blocks) = coverage::instrument(&body)?;
+            body = edited;
+            counters = Some((offsets, blocks));
+        }
+        if let Some(rule) = rule {
+            match inject::prologue(info, module, rule, method, &name)
+                .and_then(|code| body.prepend(&code, inject::PROLOGUE_STACK).map_err(|e| e.to_string()))
+            {
+                Ok(with_prologue) => body = with_prologue,
+                // Coverage still applies when the fault cannot be injected.
+                Err(why) => inject::problem(rule, &name, &why),
+            }
+        }
+        info.set_il_function_body(module, token, &body.encode()).map_err(|e| format!("SetILFunctionBody: {e}"))?;
+        Ok(counters)
+    })();
+    settle((module, token), if edited.is_ok() { Decision::Rewritten } else { Decision::LeftAlone });
+    match edited {
+        Ok(Some((offsets, counters))) => coverage::covered(method, offsets, counters),
+        Ok(None) => {}
+        Err(why) => match rule {
+            Some(rule) => inject::problem(rule, &name, &why),
+            None => log!("coverage: {name} left as it is: {why}"),
+        },
+    }
+}
+
+/// `JITInlining`: keeps `callee` out of its callers while it is to be rewritten but has not
+/// been yet.
+pub fn may_inline(info: &ProfilerInfo, callee: FunctionID) -> bool {
+    let Ok((_, module, token)) = info.function_info(callee) else { return true };
+    match decided((module, token)) {
+        Some(Decision::Rewriting) => false,
+        Some(Decision::Rewritten | Decision::LeftAlone) => true,
+        None => {
+            let alone = wanted(info, callee).is_none();
+            if alone {
+                decide((module, token), Decision::LeftAlone);
+            }
+            alone
+        }
+    }
+}
