@@ -4,7 +4,8 @@
 // is called 3 times by `Service.Store`, which catches IOException only around the second call
 // (`Main` catches the others). With no rule the program prints "fetched 10 failed 0 / stored 3"
 // and exits 0. `Fragile.Run` has no handler anywhere: a fault injected there kills the program
-// when its argument is "fragile".
+// when its argument is "fragile". With "file PATH" it also reads PATH through the framework's
+// File.ReadAllText (precompiled code) and reports an IOException.
 using System;
 using System.IO;
 using System.Runtime.CompilerServices;
@@ -106,6 +107,17 @@ namespace Acme
                 }
             }
             Console.WriteLine("fetched " + fetched + " failed " + Service.Failed + " / stored " + stored);
+            if (args.Length > 1 && args[0] == "file")
+            {
+                try
+                {
+                    Console.WriteLine("read " + File.ReadAllText(args[1]).Length);
+                }
+                catch (IOException e)
+                {
+                    Console.WriteLine("read failed: " + e.GetType().FullName);
+                }
+            }
             if (args.Length > 0 && args[0] == "fragile")
             {
                 Console.WriteLine("fragile " + Fragile.Run());

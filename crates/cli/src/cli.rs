@@ -347,6 +347,10 @@ impl RecordArgs {
     }
 }
 
+fn parse_inject_rule(text: &str) -> Result<sonde_protocol::InjectRule, String> {
+    sonde_protocol::InjectRule::parse(text).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,8 +380,4 @@ mod tests {
         assert!(Cli::try_parse_from(["sonde", "record", "--pid", "42", "--", "dotnet", "x.dll"]).is_err());
         assert!(Cli::try_parse_from(["sonde", "record", "--pid", "42", "--duration", "0"]).is_err());
     }
-}
-
-fn parse_inject_rule(text: &str) -> Result<sonde_protocol::InjectRule, String> {
-    sonde_protocol::InjectRule::parse(text).map_err(|e| e.to_string())
 }

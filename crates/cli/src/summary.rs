@@ -13,6 +13,7 @@ pub fn print(profile: &Profile, path: &Path) {
     let profile = &*sonde_profile::view::apply(profile, sonde_profile::view::View::default());
     let analysis = Analysis::new(profile);
     let totals = analysis.totals();
+    faults(profile);
     if profile.run.mode == Mode::Coverage {
         let lines = &profile.coverage.lines;
         let ran = lines.iter().filter(|l| l.hits > 0).count();
@@ -75,4 +76,25 @@ pub fn print(profile: &Profile, path: &Path) {
         let first = if sampling { count(weight) } else { count(analysis.methods()[id].calls) };
         crate::say!("{first:>12} {:>10} {pct:>5.1}%  {}", duration(self_ns), Clean(&profile.methods[id].name));
     }
+}
+
+/// The error simulator in one line: how many faults, how many caught, and the rules that were
+/// not applied (`sonde report` lists them all).
+fn faults(profile: &Profile) {
+    let faults = &profile.events.faults;
+    if faults.rules.is_empty() {
+        return;
+    }
+    let thrown = faults.injected.len() as u64 + faults.dropped;
+    let uncaught = faults.injected.iter().filter(|f| f.caught_in.is_none()).count();
+    let outcome = match uncaught {
+        0 => String::new(),
+        n => format!(", {n} not caught"),
+    };
+    let unapplied = faults.rules.iter().filter(|r| r.methods.is_empty() && !r.problems.is_empty()).count();
+    let unapplied = match unapplied {
+        0 => String::new(),
+        n => format!("; {n} rules not applied (sonde report)"),
+    };
+    crate::say!("sonde: {} faults injected by {} rules{outcome}{unapplied}", count(thrown), faults.rules.len());
 }

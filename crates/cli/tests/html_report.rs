@@ -207,6 +207,7 @@ fn nasty_events() -> RuntimeEvents {
                 ],
             }],
         },
+        faults: Default::default(),
     }
 }
 

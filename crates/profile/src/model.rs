@@ -503,6 +503,29 @@ pub struct Faults {
 
 impl Faults {
     pub const MAX_INJECTED: usize = 100_000;
+
+    /// The faults counted by rule, throwing method and catcher: by rule, then in the order each
+    /// outcome first happened.
+    pub fn outcomes(&self) -> Vec<FaultOutcome> {
+        let mut out: Vec<FaultOutcome> = Vec::new();
+        for f in &self.injected {
+            match out.iter_mut().find(|o| (o.rule, o.method, o.caught_in) == (f.rule, f.method, f.caught_in)) {
+                Some(o) => o.count += 1,
+                None => out.push(FaultOutcome { rule: f.rule, method: f.method, caught_in: f.caught_in, count: 1 }),
+            }
+        }
+        out.sort_by_key(|o| o.rule);
+        out
+    }
+}
+
+/// How many faults of one rule, thrown by one method, ended the same way ([`Faults::outcomes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultOutcome {
+    pub rule: u32,
+    pub method: u32,
+    pub caught_in: Option<u32>,
+    pub count: u64,
 }
 
 /// One rule of the error simulator.

@@ -165,6 +165,16 @@ mod tests {
             },
             lines: vec![LineRecord { method: 0, il_offset: 12, self_samples: 3, total_samples: 5 }],
             coverage: vec![sonde_profile::MethodBlocks { method: 0, blocks: vec![(0, 3), (12, 1)] }],
+            faults: sonde_profile::Faults {
+                rules: vec![sonde_profile::FaultRule {
+                    rule: "A.B=System.Exception".into(),
+                    exception: "System.Exception".into(),
+                    methods: vec![0],
+                    problems: Vec::new(),
+                }],
+                injected: vec![sonde_profile::Fault { rule: 0, method: 0, os_tid: 42, at_ns: 9, caught_in: None }],
+                dropped: 1,
+            },
             call_trace: sonde_profile::CallTrace {
                 events_per_thread: 8,
                 threads: vec![sonde_profile::ThreadTrace {

@@ -121,7 +121,7 @@ impl InjectRule {
     /// Whether the `calls`-th call (from 1) of a matched method is chosen by `@after`/`@every`
     /// (`@p` is drawn on top of that).
     pub fn chooses(&self, calls: u64) -> bool {
-        calls > self.after && (calls - self.after) % self.every == 0
+        calls > self.after && (calls - self.after).is_multiple_of(self.every)
     }
 
     /// Whether the rule may match framework methods, which are precompiled and then never

@@ -2,6 +2,7 @@
 //! graph.
 
 mod call_graph;
+mod faults;
 pub mod lines;
 
 use std::io::{self, BufWriter, Write};
@@ -29,6 +30,7 @@ impl Renderer for TextRenderer {
         // Many small writes: buffer them rather than make one system call per cell.
         let mut out = BufWriter::new(out);
         header(&mut out, &view)?;
+        faults::write(&mut out, &view)?;
         if profile.run.mode == Mode::Coverage {
             // No call tree: what ran, not how long.
             coverage(&mut out, &view)?;

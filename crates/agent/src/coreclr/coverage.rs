@@ -57,14 +57,22 @@ pub fn start(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts,
     Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false })
 }
 
-/// Gives `body` a counter per block: the edited body, its blocks' IL offsets and counters.
-pub fn instrument(body: &MethodBody) -> Result<(MethodBody, Box<[u32]>, &'static [AtomicU32]), String> {
+/// A body with a counter per block ([`instrument`]).
+pub struct Instrumented {
+    pub body: MethodBody,
+    /// The blocks' IL offsets in the original body.
+    pub offsets: Box<[u32]>,
+    pub counters: &'static [AtomicU32],
+}
+
+/// Gives `body` a counter per block.
+pub fn instrument(body: &MethodBody) -> Result<Instrumented, String> {
     let offsets: Box<[u32]> = leaders(body).map_err(|e| e.to_string())?.into();
     let counters: &'static [AtomicU32] = Box::leak(offsets.iter().map(|_| AtomicU32::new(0)).collect());
     let probes: Vec<[u8; 16]> = counters.iter().map(probe).collect();
     let inserts: Vec<(u32, &[u8])> = offsets.iter().zip(&probes).map(|(&o, p)| (o, &p[..])).collect();
     let edited = body.insert(&inserts, PROBE_STACK).map_err(|e| e.to_string())?;
-    Ok((edited, offsets, counters))
+    Ok(Instrumented { body: edited, offsets, counters })
 }
 
 /// Method `method` (a methods-table id) now runs with `counters` at `offsets`.

@@ -131,6 +131,7 @@ impl ProfilerCallback for Clr {
     }
 
     fn shutdown(&self) {
+        rewrite::log_stats();
         session::final_snapshot("shutdown");
     }
 

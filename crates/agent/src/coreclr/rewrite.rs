@@ -20,6 +20,20 @@ use sonde_il::MethodBody;
 use sonde_profile::Mode;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Methods rewritten, and the time spent rewriting them (reading, editing, defining references,
+/// setting the body), for the log at shutdown and the benchmarks.
+static REWRITTEN: AtomicU64 = AtomicU64::new(0);
+static REWRITE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Logs how many methods were rewritten and the mean time each took.
+pub fn log_stats() {
+    let (n, ns) = (REWRITTEN.load(Relaxed), REWRITE_NS.load(Relaxed));
+    if n > 0 {
+        log!("IL rewriting: {n} methods in {:.1} ms, {:.1} us each", ns as f64 / 1e6, ns as f64 / 1e3 / n as f64);
+    }
+}
 
 /// What was decided for a MethodDef.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -87,6 +101,7 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
     if !decide((module, token), Decision::Rewriting) {
         return;
     }
+    let started = std::time::Instant::now();
     let name = names.name.clone();
     let method = methods().insert(function, names);
     let edited = (|| -> Result<_, String> {
@@ -94,9 +109,9 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
         let mut body = MethodBody::parse(&original).map_err(|e| e.to_string())?;
         let mut counters = None;
         if cover {
-            let (edited, offsets, blocks) = coverage::instrument(&body)?;
-            body = edited;
-            counters = Some((offsets, blocks));
+            let instrumented = coverage::instrument(&body)?;
+            body = instrumented.body;
+            counters = Some((instrumented.offsets, instrumented.counters));
         }
         if let Some(rule) = rule {
             match inject::prologue(info, module, rule, method, &name)
@@ -111,6 +126,10 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
         Ok(counters)
     })();
     settle((module, token), if edited.is_ok() { Decision::Rewritten } else { Decision::LeftAlone });
+    if edited.is_ok() {
+        REWRITTEN.fetch_add(1, Relaxed);
+        REWRITE_NS.fetch_add(started.elapsed().as_nanos() as u64, Relaxed);
+    }
     match edited {
         Ok(Some((offsets, counters))) => coverage::covered(method, offsets, counters),
         Ok(None) => {}
