@@ -11,6 +11,9 @@
 //   SONDE_HTML_EVENTS    reports of recordings with the runtime's events: Alloc.exe's `alloc`
 //                        (file name alloc.html) and `contend` (contend.html)
 //   SONDE_HTML_CALLS     a report of tests/apps/native/calls.c recorded with --call-trace=4096
+//   SONDE_HTML_COVERAGE  a coverage-mode report of tests/apps/Cover.cs (Roslyn, portable PDB);
+//                        SONDE_HTML_COVERAGE_MARKS its `// HITS n` and `// NEVER` lines, as
+//                        `line=hits` separated by commas
 //   SONDE_TEST_ARTIFACTS where screenshots go (default: target/test-artifacts)
 //
 // By hand: `node --test tests/js/html-report.test.mjs` with those variables set.
@@ -391,7 +394,7 @@ test("the runtime's events: Memory, Lock waits and Timeline", { timeout: TIMEOUT
     const { page, trouble } = await open(file);
     const alloc = path.basename(file) === 'alloc.html';
     const tabs = Object.fromEntries(await page.$$eval('#tabs button', (b) => b.map((x) => [x.dataset.tab, !x.disabled])));
-    assert.deepEqual(tabs, { cpu: true, alloc: alloc || tabs.alloc, wait: !alloc, timeline: true }, `${file}: tabs`);
+    assert.deepEqual(tabs, { cpu: true, alloc: alloc || tabs.alloc, wait: !alloc, timeline: true, coverage: false }, `${file}: tabs`);
     const cpuTop = await page.$eval('#hot tbody tr .mname', (b) => b.textContent);
     if (alloc) {
       await page.click('#tab-alloc');
@@ -425,6 +428,35 @@ test("the runtime's events: Memory, Lock waits and Timeline", { timeout: TIMEOUT
     await assertClean(page, trouble);
     await page.close();
   }
+});
+
+test('coverage: each source line coloured by whether it ran, with its count', { timeout: TIMEOUT }, async () => {
+  const [file] = reports('SONDE_HTML_COVERAGE', true);
+  const marks = (process.env.SONDE_HTML_COVERAGE_MARKS || '').split(',').filter(Boolean).map((m) => m.split('=').map(Number));
+  assert.ok(marks.length > 5, 'SONDE_HTML_COVERAGE_MARKS names the marked lines');
+  const { page, trouble } = await open(file);
+  // A coverage profile opens on its Coverage tab, with Cover.cs shown.
+  assert.equal(await page.$eval('#tab-coverage', (b) => b.getAttribute('aria-selected')), 'true');
+  assert.equal(await page.$eval('#tree-views', (d) => d.hidden), true);
+  const files = await page.$$eval('#cov-files tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  assert.equal(files.length, 1, JSON.stringify(files));
+  assert.ok(files[0][0].endsWith('Cover.cs'), JSON.stringify(files));
+  assert.equal(files[0][4] + ' of ' + files[0][5], '3 of 4', `methods run: ${JSON.stringify(files)}`);
+  assert.match(await page.$eval('#cov-file', (h) => h.textContent), /Cover\.cs$/);
+  const lines = new Map(await page.$$eval('#cov-source .src-line', (ls) =>
+    ls.map((l) => [Number(l.dataset.line), [l.className, l.querySelector('.src-count').textContent, l.querySelector('.src-text').textContent]])));
+  for (const [line, hits] of marks) {
+    const [cls, count, text] = lines.get(line) || [];
+    assert.ok(text && /HITS|NEVER/.test(text), `line ${line} is not shown with its source: ${text}`);
+    assert.ok(cls.includes(hits > 0 ? 'cov-ran' : 'cov-never'), `line ${line} (${hits} hits) is ${cls}`);
+    assert.equal(count, String(hits), `line ${line}`);
+  }
+  // Lines without code (comments, lone braces) are plain.
+  const plain = [...lines.values()].filter(([cls]) => !cls.includes('cov-'));
+  assert.ok(plain.length > 0, 'every line is coloured');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'html-report-coverage.png'), fullPage: true });
+  await assertClean(page, trouble);
+  await page.close();
 });
 
 test("a call trace: each thread's calls on the timeline", { timeout: TIMEOUT }, async () => {

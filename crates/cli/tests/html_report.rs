@@ -321,6 +321,23 @@ fn html_report_in_a_real_browser() {
     let out = record(&calls_file, &["--call-trace=4096"], &[calls_exe.into()]);
     assert_eq!(out.code(), 0, "{}", out.describe());
     let call_trace = render_html(&calls_file);
+    // Coverage: Cover.exe built by Roslyn with its PDB; the marked lines of Cover.cs.
+    let cover_file = dir.path().join("cover.sonde");
+    let cover_app: Vec<OsString> =
+        vec![support::Runtime::CoreClr.host().into(), built_app("Cover", Build::RoslynPdb).into()];
+    let out = record(&cover_file, &["--mode", "coverage"], &cover_app);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let coverage = render_html(&cover_file);
+    let cover_source = std::fs::read_to_string(root.join("tests/apps/Cover.cs")).expect("Cover.cs");
+    let marks: Vec<String> = cover_source
+        .lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let hits: u64 =
+                if l.trim_end().ends_with("// NEVER") { 0 } else { l.split("// HITS ").nth(1)?.trim().parse().ok()? };
+            Some(format!("{}={hits}", i + 1))
+        })
+        .collect();
     let source = std::fs::read_to_string(root.join("tests/apps/Lines.cs")).expect("Lines.cs");
     let hot = source.lines().position(|l| l.trim_end().ends_with("// HOT")).expect("a // HOT line") + 1;
     let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../test-artifacts");
@@ -342,6 +359,8 @@ fn html_report_in_a_real_browser() {
         .env("SONDE_HTML_EVENTS", &events)
         .env("SONDE_HTML_LINES", &lines)
         .env("SONDE_HTML_CALLS", &call_trace)
+        .env("SONDE_HTML_COVERAGE", &coverage)
+        .env("SONDE_HTML_COVERAGE_MARKS", marks.join(","))
         .env("SONDE_HTML_LINES_HOT", hot.to_string())
         .env("SONDE_TEST_ARTIFACTS", &artifacts)
         .stdin(Stdio::null())

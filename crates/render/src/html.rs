@@ -1,8 +1,9 @@
 //! `--format html`: one self-contained, interactive page — a flame graph (or icicle) on a
 //! canvas, a sortable hot-methods table, a call tree, a caller/callee panel per method and a
 //! thread selector — that works offline in any browser. Tabs weigh those views by CPU, by bytes
-//! allocated (Memory, with the allocations by type) or by lock wait, and a Timeline tab draws the
-//! run's collections, module loads, JIT compilations and throws per thread, zoomable.
+//! allocated (Memory, with the allocations by type) or by lock wait, a Timeline tab draws the
+//! run's collections, module loads, JIT compilations and throws per thread, zoomable, and a
+//! Coverage tab shows a coverage profile's source files with each line coloured by whether it ran.
 //!
 //! # Design constraints
 //!
@@ -14,9 +15,9 @@
 //!   inserts them with `textContent` or canvas `fillText`, never as markup. As a second line of
 //!   defence a Content-Security-Policy lets only the page's own script run, named by its SHA-256
 //!   hash: even an injected element could execute nothing.
-//! * **Parts that say what they use.** The script is seven files concatenated into one function
+//! * **Parts that say what they use.** The script is eight files concatenated into one function
 //!   scope (`SCRIPT`). Each declares exactly one object named after it (`Fmt`, `Model`, `Flame`,
-//!   `Tables`, `Tree`, `Events`, `Main`) and lists at its top, in `/* global … */`, the other parts'
+//!   `Tables`, `Tree`, `Events`, `Coverage`, `Main`) and lists at its top, in `/* global … */`, the other parts'
 //!   objects and the browser globals it uses; `crates/render/tests/page_script.rs` holds them to
 //!   that with ESLint (`no-undef`, `no-unused-vars`), and checks `model.js`'s figures against
 //!   [`sonde_profile::analysis`]. A part may use at load time only the parts before it.
@@ -48,7 +49,7 @@ const STYLE: &str = include_str!("html/report.css");
 const BODY: &str = include_str!("html/body.html");
 
 /// The page's one script: these parts concatenated, in order, in one function scope, then started.
-const SCRIPT: [&str; 9] = [
+const SCRIPT: [&str; 10] = [
     "(function () {\n'use strict';\n",
     include_str!("html/fmt.js"),
     include_str!("html/model.js"),
@@ -56,6 +57,7 @@ const SCRIPT: [&str; 9] = [
     include_str!("html/tables.js"),
     include_str!("html/tree.js"),
     include_str!("html/events.js"),
+    include_str!("html/coverage.js"),
     include_str!("html/main.js"),
     "Main.start();\n})();\n",
 ];

@@ -119,7 +119,28 @@ pub(super) fn write(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
     events(out, &profile.events)?;
     out.write_all(b",\n")?;
     sources(out, profile)?;
+    coverage(out, profile)?;
     out.write_all(b"}\n")
+}
+
+/// Coverage mode (`coverage`, only in a coverage profile): each covered method's calls
+/// `[method, calls]`, and each of its source lines with how often it ran
+/// `[method, file, line, hits]` (files index `sources.files`; their text is embedded with the
+/// sampled files').
+fn coverage(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
+    let coverage = &profile.coverage;
+    if coverage.lines.is_empty() {
+        return Ok(());
+    }
+    out.write_all(b",\n\"coverage\":{\"methods\":[")?;
+    for (i, m) in coverage.managed.iter().enumerate() {
+        write!(out, "{}[{},{}]", if i > 0 { "," } else { "" }, m.method, m.calls())?;
+    }
+    out.write_all(b"],\n\"lines\":[")?;
+    for (i, l) in coverage.lines.iter().enumerate() {
+        write!(out, "{}[{},{},{},{}]", if i > 0 { ",\n" } else { "" }, l.method, l.at.file, l.at.line, l.hits)?;
+    }
+    out.write_all(b"]}")
 }
 
 /// The most source text embedded in a page, over all files.
@@ -127,7 +148,7 @@ const MAX_EMBEDDED_SOURCE: usize = 16 << 20;
 
 /// Source lines (`sources`): the files' names, each method's first line `[method, file, line]`,
 /// the samples by line `[method, file, line, self, total]`, and the text of the files that hold
-/// sampled lines, where each is readable now (`text::lines::source_lines`: a regular C#, F# or
+/// sampled or covered lines, where each is readable now (`text::lines::source_lines`: a regular C#, F# or
 /// VB file of at most 4 MB), `[file, [line, …]]` — the page shows it beside the counts.
 fn sources(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
     let sources = &profile.sources;
@@ -156,7 +177,8 @@ fn sources(out: &mut impl Write, profile: &Profile) -> io::Result<()> {
         )?;
     }
     out.write_all(b"],\n\"text\":[")?;
-    let mut files: Vec<u32> = sources.lines.iter().map(|l| l.at.file).collect();
+    let covered = profile.coverage.lines.iter().map(|l| l.at.file);
+    let mut files: Vec<u32> = sources.lines.iter().map(|l| l.at.file).chain(covered).collect();
     files.sort_unstable();
     files.dedup();
     let (mut embedded, mut first) = (0usize, true);

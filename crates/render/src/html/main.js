@@ -3,7 +3,7 @@
 // search, and hands the other parts what they need through their `init`. `Main.start()` (called
 // last in the page's script) draws everything.
 /* exported Main */
-/* global Fmt, Model, Flame, Tables, Tree, Events, document, performance, setTimeout, clearTimeout */
+/* global Fmt, Model, Flame, Tables, Tree, Events, Coverage, document, performance, setTimeout, clearTimeout */
 
 const Main = (() => {
   const { fmtDuration, fmtCount, fmtBytes, fmtPercent, el, clear, $ } = Fmt;
@@ -20,7 +20,7 @@ const Main = (() => {
     method: -1,
     /** The methods shown before it, for the Back button. */
     history: [],
-    /** The tab: `cpu`, `alloc` or `wait` (the tree views, so weighed) or `timeline`. */
+    /** The tab: `cpu`, `alloc` or `wait` (the tree views, so weighed), `timeline` or `coverage`. */
     tab: 'cpu',
     /** The thread chosen (-1: all merged). */
     thread: -1,
@@ -174,6 +174,7 @@ const Main = (() => {
       alloc: profile.hasMeasure('alloc') || profile.events.alloc.types.length > 0 ? '' : 'No allocations recorded: sonde record --events alloc',
       wait: profile.hasMeasure('wait') ? '' : 'No lock contention recorded: sonde record --events contention',
       timeline: Events.hasTimeline() ? '' : 'No timestamped events recorded',
+      coverage: Coverage.hasCoverage() ? '' : 'No line coverage recorded: sonde record --mode coverage',
     };
     for (const button of document.querySelectorAll('#tabs button')) {
       const reason = why[button.dataset.tab] || '';
@@ -192,12 +193,18 @@ const Main = (() => {
       button.setAttribute('aria-selected', String(on));
     }
     const timeline = tab === 'timeline';
+    const coverage = tab === 'coverage';
     $('timeline-tab').hidden = !timeline;
-    $('tree-views').hidden = timeline;
+    $('coverage-tab').hidden = !coverage;
+    $('tree-views').hidden = timeline || coverage;
     $('alloc-card').hidden = tab !== 'alloc';
-    $('thread').disabled = timeline || profile.threads.length <= 1;
+    $('thread').disabled = timeline || coverage || profile.threads.length <= 1;
     if (timeline) {
       Events.drawTimeline();
+      return;
+    }
+    if (coverage) {
+      Coverage.draw();
       return;
     }
     profile.setMeasure(tab);
@@ -348,6 +355,7 @@ const Main = (() => {
     Events.init(profile);
     Events.drawAllocations();
     Events.drawSummaries();
+    Coverage.init(profile);
     setupTabs();
     showView(-1);
     performance.mark('sonde:drawn');
@@ -355,6 +363,8 @@ const Main = (() => {
     if (top.length > 0) selectMethod(top[0], { redraw: true });
     state.history.length = 0;
     $('bf-back').disabled = true;
+    // A coverage profile has no call tree: it opens on what ran.
+    if (Coverage.hasCoverage() && data.run.mode === 'coverage') showTab('coverage');
     document.body.dataset.ready = '1';
   }
 

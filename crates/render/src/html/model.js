@@ -34,6 +34,8 @@ const Model = (() => {
       this.events = data.events;
       /** Source lines (data.rs `sources`): files, first lines, samples by line, embedded text. */
       this.sources = data.sources || { files: [], first: [], lines: [], text: [] };
+      /** Coverage mode (data.rs `coverage`): `[method, calls]` and `[method, file, line, hits]`. */
+      this.coverage = data.coverage || { methods: [], lines: [] };
       this.sourceText = new Map(this.sources.text.map(([file, lines]) => [file, lines]));
       /**
        * What the tree is weighed by: `cpu` (samples or time, as recorded), `alloc` (bytes
