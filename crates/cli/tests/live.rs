@@ -89,7 +89,7 @@ fn dump_shows_every_thread_a_blocked_one_included_then_detaches() {
     stop_service(service, &stop);
 }
 
-/// Each attach leaves a copy of the agent loaded, and glibc's static TLS reserve holds about 11
+/// Each attach leaves a copy of the agent loaded, and glibc's static TLS reserve holds about 5
 /// (README, attach limits): once it is full, the next attach is refused in one line that says
 /// why, and the process runs on unharmed.
 #[test]

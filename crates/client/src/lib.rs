@@ -6,7 +6,8 @@
 //! the pieces `sonde` itself is built from: [`collector`] (the controller's side of the agent
 //! socket), [`launch`] (the environment a launched program gets), [`attach`] (the runtime's
 //! diagnostics IPC), [`assemble`] (an agent's data → a profile) and [`control`] (the control
-//! socket of a running recording: `sonde sessions`, `sonde snapshot`).
+//! socket of a running recording: `sonde sessions`, `sonde snapshot`) and [`push`] (continuous
+//! profiling to Grafana Pyroscope).
 #![forbid(unsafe_code)]
 
 pub mod assemble;
@@ -15,6 +16,7 @@ pub mod collector;
 pub mod control;
 mod coverage;
 pub mod launch;
+pub mod push;
 mod recording;
 pub mod sources;
 

@@ -26,15 +26,14 @@
 use crate::log::log;
 use crate::tree::clock;
 use crate::tree::methods::methods;
-use crate::tree::threads::gettid_cached;
+use crate::tree::threads::gettid;
 use sonde_clr::sys::*;
 use sonde_clr::{AssemblyIdentity, ProfilerInfo};
 use sonde_profile::{Fault, FaultRule, Faults};
 use sonde_protocol::{AgentConfig, InjectRule};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// One rewritten method's fault site: what its prologue passes to [`site_hit`].
 pub struct Site {
@@ -68,6 +67,25 @@ struct State {
     /// Modules loaded so far, where exception types are looked for.
     modules: Vec<ModuleID>,
     refs: HashMap<ModuleID, ModuleRefs>,
+    /// Threads with a fault in progress, by OS thread id (few: removed once caught).
+    tracks: Vec<(u32, Track)>,
+}
+
+impl State {
+    fn track(&mut self, tid: u32) -> &mut Track {
+        let at = match self.tracks.iter().position(|(t, _)| *t == tid) {
+            Some(at) => at,
+            None => {
+                self.tracks.push((tid, Track::default()));
+                self.tracks.len() - 1
+            }
+        };
+        &mut self.tracks[at].1
+    }
+
+    fn forget(&mut self, tid: u32) {
+        self.tracks.retain(|(t, track)| *t != tid || track.pending.is_some() || track.in_flight.is_some());
+    }
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -76,12 +94,19 @@ fn state() -> std::sync::MutexGuard<'static, Option<State>> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-thread_local! {
+/// Whether rules are active: the exception callbacks look no further when not.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// A thread's fault in progress. Kept in the state by OS thread id, not in thread-local
+/// storage: each copy of the agent an attach loads takes static TLS, of which glibc keeps
+/// little (README, attach limits), and faults are rare.
+#[derive(Clone, Copy, Default)]
+struct Track {
     /// A fault this thread decided to throw, not yet seen by `ExceptionThrown`.
-    static PENDING: Cell<Option<u32>> = const { Cell::new(None) };
+    pending: Option<u32>,
     /// The fault this thread is unwinding, and how many other exceptions were thrown since
     /// (each caught before the fault is).
-    static IN_FLIGHT: Cell<Option<(u32, u32)>> = const { Cell::new(None) };
+    in_flight: Option<(u32, u32)>,
 }
 
 /// Takes the session's rules; `unsupported`: why this runtime cannot apply them (each rule
@@ -104,6 +129,7 @@ pub fn configure(config: &AgentConfig, unsupported: Option<&str>) {
         })
         .collect();
     *state() = Some(State { rules, ..State::default() });
+    ACTIVE.store(true, Relaxed);
 }
 
 /// Whether rules are active.
@@ -289,9 +315,11 @@ unsafe extern "C" fn site_hit(site: *const Site) -> i32 {
     let at_ns = clock::elapsed_ns();
     let mut guard = state();
     let Some(state) = guard.as_mut() else { return 0 };
-    let fault = Fault { rule: site.rule, method: site.method, os_tid: gettid_cached(), at_ns, caught_in: None };
+    let os_tid = gettid();
+    let fault = Fault { rule: site.rule, method: site.method, os_tid, at_ns, caught_in: None };
     if state.injected.len() < Faults::MAX_INJECTED {
-        PENDING.with(|p| p.set(Some(state.injected.len() as u32)));
+        let index = state.injected.len() as u32;
+        state.track(os_tid).pending = Some(index);
         state.injected.push(fault);
     } else {
         state.dropped += 1;
@@ -312,22 +340,44 @@ fn next_random(state: &AtomicU64) -> f64 {
 
 /// `ExceptionThrown` on this thread.
 pub fn thrown() {
-    if let Some(fault) = PENDING.with(Cell::take) {
-        IN_FLIGHT.with(|f| f.set(Some((fault, 0))));
-    } else if let Some((fault, nested)) = IN_FLIGHT.with(Cell::get) {
-        IN_FLIGHT.with(|f| f.set(Some((fault, nested + 1))));
+    if !ACTIVE.load(Relaxed) {
+        return;
+    }
+    let tid = gettid();
+    let mut guard = state();
+    let Some(state) = guard.as_mut() else { return };
+    if !state.tracks.iter().any(|(t, _)| *t == tid) {
+        return;
+    }
+    let track = state.track(tid);
+    if let Some(fault) = track.pending.take() {
+        track.in_flight = Some((fault, 0));
+    } else if let Some((fault, nested)) = track.in_flight {
+        track.in_flight = Some((fault, nested + 1));
     }
 }
 
 /// `ExceptionCatcherEnter` on this thread: `caught_in` names the catching method (a
 /// methods-table id), asked for only when it is the fault's catcher.
 pub fn caught(caught_in: impl FnOnce() -> Option<u32>) {
-    let Some((fault, nested)) = IN_FLIGHT.with(Cell::get) else { return };
-    if nested > 0 {
-        IN_FLIGHT.with(|f| f.set(Some((fault, nested - 1))));
+    if !ACTIVE.load(Relaxed) {
         return;
     }
-    IN_FLIGHT.with(|f| f.set(None));
+    let tid = gettid();
+    let fault = {
+        let mut guard = state();
+        let Some(state) = guard.as_mut() else { return };
+        let Some((_, track)) = state.tracks.iter_mut().find(|(t, _)| *t == tid) else { return };
+        let Some((fault, nested)) = track.in_flight else { return };
+        if nested > 0 {
+            track.in_flight = Some((fault, nested - 1));
+            return;
+        }
+        track.in_flight = None;
+        state.forget(tid);
+        fault
+    };
+    // Named without the lock: naming calls the runtime.
     let method = caught_in();
     if let Some(f) = state().as_mut().and_then(|s| s.injected.get_mut(fault as usize)) {
         f.caught_in = method;

@@ -1,0 +1,137 @@
+//! What a profile gained since an earlier snapshot of the same process: continuous profiling
+//! sends each interval's profile, not the cumulative one (`sonde record --push`;
+//! docs/CONTINUOUS.md).
+//!
+//! Snapshots of one process only grow: methods and threads are appended, and a call path's
+//! figures never shrink. So a node of the newer profile is matched with the earlier one by its
+//! thread (OS id) and its path of method ids from the thread's root, and keeps the difference of
+//! its own (self) figures; totals are summed again from those. A path the earlier profile did
+//! not have keeps all it has. Figures that went down (a thread whose id was reused) count as 0.
+
+use std::collections::HashMap;
+
+use crate::model::{Node, Profile};
+
+/// `newer` minus `earlier`: the same methods, threads and tree shape as `newer`, with each
+/// node's calls, self time and self samples reduced by what `earlier` had on the same path, and
+/// totals recomputed. The runtime's events, sources and coverage are left out (empty).
+pub fn since(earlier: &Profile, newer: &Profile) -> Profile {
+    let before = figures_by_path(earlier);
+    let paths = paths(newer);
+    let mut nodes: Vec<Node> = newer
+        .nodes
+        .iter()
+        .zip(&paths)
+        .map(|(n, path)| {
+            let (calls, self_ns, self_samples) = before.get(path).copied().unwrap_or_default();
+            Node {
+                calls: n.calls.saturating_sub(calls),
+                self_ns: n.self_ns.saturating_sub(self_ns),
+                self_samples: n.self_samples.saturating_sub(self_samples),
+                total_ns: 0,
+                total_samples: 0,
+                ..*n
+            }
+        })
+        .collect();
+    fill_totals(&mut nodes);
+    Profile {
+        run: newer.run.clone(),
+        methods: newer.methods.clone(),
+        threads: newer.threads.clone(),
+        nodes,
+        events: Default::default(),
+        sources: Default::default(),
+        instantiations: newer.instantiations.clone(),
+        framework: newer.framework.clone(),
+        coverage: Default::default(),
+    }
+}
+
+/// A node's identity across snapshots: its thread's OS id, then its methods from the root.
+type Path = (u32, Vec<u32>);
+
+fn paths(profile: &Profile) -> Vec<Path> {
+    let mut out: Vec<Path> = Vec::with_capacity(profile.nodes.len());
+    for n in &profile.nodes {
+        let os_tid = profile.threads.get(n.thread as usize).map_or(u32::MAX, |t| t.os_tid);
+        let mut methods = match n.parent {
+            // Parents precede children (`Profile::validate`).
+            Some(p) => out.get(p as usize).map(|(_, m)| m.clone()).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        methods.push(n.method);
+        out.push((os_tid, methods));
+    }
+    out
+}
+
+fn figures_by_path(profile: &Profile) -> HashMap<Path, (u64, u64, u64)> {
+    let mut out: HashMap<Path, (u64, u64, u64)> = HashMap::with_capacity(profile.nodes.len());
+    for (n, path) in profile.nodes.iter().zip(paths(profile)) {
+        let e = out.entry(path).or_default();
+        e.0 += n.calls;
+        e.1 += n.self_ns;
+        e.2 += n.self_samples;
+    }
+    out
+}
+
+/// Totals from self figures: children follow their parents, so walking backwards adds every
+/// child to its parent before the parent is added to its own.
+fn fill_totals(nodes: &mut [Node]) {
+    for n in nodes.iter_mut() {
+        n.total_ns = n.self_ns;
+        n.total_samples = n.self_samples;
+    }
+    for i in (0..nodes.len()).rev() {
+        if let Some(p) = nodes[i].parent.map(|p| p as usize).filter(|&p| p < i) {
+            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
+            nodes[p].total_ns = nodes[p].total_ns.saturating_add(ns);
+            nodes[p].total_samples = nodes[p].total_samples.saturating_add(samples);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{Builder, arb_profile};
+    use proptest::prelude::*;
+
+    #[test]
+    fn each_path_keeps_what_it_gained() {
+        let mut b = Builder::new();
+        let (main, work) = (b.method("Main"), b.method("Work"));
+        let t = b.thread();
+        let root = b.node(t, None, main, 1, 0, 2);
+        b.node(t, Some(root), work, 0, 0, 10);
+        let earlier = b.finish();
+
+        let mut b = Builder::new();
+        let (main, work, idle) = (b.method("Main"), b.method("Work"), b.method("Idle"));
+        let t = b.thread();
+        let root = b.node(t, None, main, 1, 0, 3);
+        b.node(t, Some(root), work, 0, 0, 25);
+        b.node(t, Some(root), idle, 0, 0, 4);
+        let newer = b.finish();
+
+        let d = since(&earlier, &newer);
+        let selfs: Vec<u64> = d.nodes.iter().map(|n| n.self_samples).collect();
+        assert_eq!(selfs, [1, 15, 4]);
+        assert_eq!(d.nodes[0].total_samples, 20);
+        d.validate().unwrap();
+    }
+
+    proptest! {
+        /// A profile minus itself is empty, and minus nothing is itself.
+        #[test]
+        fn nothing_gained_since_itself(profile in arb_profile()) {
+            let zero = since(&profile, &profile);
+            prop_assert!(zero.nodes.iter().all(|n| n.self_samples == 0 && n.total_samples == 0 && n.calls == 0));
+            let empty = Profile { nodes: Vec::new(), ..profile.clone() };
+            let whole = since(&empty, &profile);
+            prop_assert_eq!(&whole.nodes, &profile.nodes);
+        }
+    }
+}
