@@ -135,6 +135,13 @@ if ! "$root/.venv/bin/python" -c 'import pycobertura' 2>/dev/null; then
     "$root/.venv/bin/pip" install -q --disable-pip-version-check 'pycobertura==4.1.0'
 fi
 
+# pyroscope-io: Grafana's own Pyroscope client, whose requests the continuous-profiling tests
+# record to check Sonde's pushes against (crates/cli/tests/push.rs).
+if ! "$root/.venv/bin/python" -c 'import pyroscope' 2>/dev/null; then
+    say "installing pyroscope-io into $root/.venv (Grafana's Pyroscope client, for the push tests)"
+    "$root/.venv/bin/pip" install -q --disable-pip-version-check 'pyroscope-io==1.4.0'
+fi
+
 # Roslyn (tests/tools/Csc.cs says why and how). No .NET SDK is needed: the npm package
 # @typespec/http-client-csharp ships Roslyn 4.8 (its net7.0 build, which runs on .NET 8). Its
 # tarball is fetched once with `npm pack` into target/npm-cache/ and checked against the pinned

@@ -44,6 +44,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
         sonde_client::attach::Target::inspect(pid)?;
     }
     let output = output::Output::prepare(&args.output, args.force)?;
+    let mut pushing = crate::push::start(args)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGINT,
@@ -98,6 +99,9 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
             recording.agents().request_snapshots();
             last_snapshot = Instant::now();
         }
+        if let Some(pushing) = pushing.as_mut() {
+            pushing.tick(&recording.agents(), |s| sonde_client::running_facts(s, true, &[]));
+        }
         let mut wait = SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed());
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
@@ -108,6 +112,9 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     let sessions =
         if ended { recording.collect(Duration::from_millis(500)) } else { recording.finish_sessions(FINISH_PATIENCE) };
     let detached_at_ns = (!ended).then(unix_ns);
+    if let Some(pushing) = pushing {
+        pushing.finish(&sessions, |s| sonde_client::running_facts(s, true, &[]), v.quiet);
+    }
 
     let Some(session) =
         sessions.iter().find(|s| s.hello.as_ref().is_some_and(|h| h.pid == ns_pid) && s.latest.is_some())

@@ -17,6 +17,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once at start-up: the size of the record variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a .NET program under the profiler (or attach to a running one: --pid) and write its profile.
@@ -217,6 +219,21 @@ pub struct RecordArgs {
     #[arg(long = "call-trace", value_name = "EVENTS", num_args = 0..=1, default_missing_value = "65536",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(sonde_protocol::config::MAX_CALL_TRACE_EVENTS)))]
     pub call_trace: Option<u32>,
+    /// Continuous profiling: push each interval's profile (sampling) to the Grafana Pyroscope
+    /// server at URL (`http://pyroscope:4040`). Credentials from SONDE_PUSH_USER and
+    /// SONDE_PUSH_PASSWORD (basic) or SONDE_PUSH_TOKEN (bearer), SONDE_PUSH_TENANT for
+    /// X-Scope-OrgID; never on the command line (docs/CONTINUOUS.md).
+    #[arg(long, value_name = "URL")]
+    pub push: Option<String>,
+    /// With --push: the application name (default: the entry assembly's or program's name).
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
+    /// With --push: a label on every profile, KEY=VALUE (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// With --push: seconds between pushes (default 10).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub push_every: Option<u64>,
     /// Error simulator (CoreCLR): the methods RULE matches throw an exception at entry.
     /// `METHODS=EXCEPTION[@after:N][@every:N][@p:X]`, e.g.
     /// `Acme.Db.Query=System.TimeoutException@every:5`; repeatable. The profile records each

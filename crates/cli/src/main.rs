@@ -8,6 +8,7 @@ mod cli;
 mod control;
 mod dump;
 mod output;
+mod push;
 mod record;
 mod report;
 mod summary;

@@ -97,6 +97,7 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
         anyhow::bail!("--duration goes with --pid (a program sonde starts runs until it ends)");
     }
     let agent = launch::locate_agent()?;
+    let mut pushing = crate::push::start(&args)?;
     // Before the program runs: a run whose profile cannot be written is a run for nothing.
     let output = output::Output::prepare(&args.output, args.force)?;
     let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
@@ -162,6 +163,9 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
             collector.request_snapshots();
             last_snapshot = Instant::now();
         }
+        if let Some(pushing) = pushing.as_mut() {
+            pushing.tick(&collector.agents(), |s| sonde_client::running_facts(s, false, &args.command));
+        }
         waiter.wait(SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed()));
     };
     drop(control);
@@ -171,6 +175,9 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
         collector.finish_agents();
     }
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
+    if let Some(pushing) = pushing {
+        pushing.finish(&sessions, |s| sonde_client::running_facts(s, false, &args.command), v.quiet);
+    }
     let Some(status) = status else {
         // Stopped from outside: the profiles now, then the program's own end, as ours.
         let unknown = End { code: None, signal: None };

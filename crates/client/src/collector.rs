@@ -116,6 +116,17 @@ impl Agents {
         self.tell(&ControllerMessage::WalkStacks);
     }
 
+    /// Calls `f` with every session that has data (continuous profiling's periodic pushes).
+    pub fn each_session(&self, mut f: impl FnMut(&Session)) {
+        let sessions: Vec<_> = self.lock().sessions.clone();
+        for session in sessions {
+            let s = session.lock().unwrap_or_else(|e| e.into_inner());
+            if s.hello.is_some() && s.latest.is_some() {
+                f(&s);
+            }
+        }
+    }
+
     /// Calls `f` with the session of process `pid` (as the process knows itself) that has data.
     pub fn with_session<R>(&self, pid: u32, f: impl FnOnce(&Session) -> R) -> Option<R> {
         let sessions: Vec<_> = self.lock().sessions.clone();

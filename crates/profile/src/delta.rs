@@ -14,7 +14,8 @@ use crate::model::{Node, Profile};
 
 /// `newer` minus `earlier`: the same methods, threads and tree shape as `newer`, with each
 /// node's calls, self time and self samples reduced by what `earlier` had on the same path, and
-/// totals recomputed. The runtime's events, sources and coverage are left out (empty).
+/// totals recomputed; its run starts where `earlier` ended and lasts the difference. The
+/// runtime's events, sources and coverage are left out (empty).
 pub fn since(earlier: &Profile, newer: &Profile) -> Profile {
     let before = figures_by_path(earlier);
     let paths = paths(newer);
@@ -35,8 +36,15 @@ pub fn since(earlier: &Profile, newer: &Profile) -> Profile {
         })
         .collect();
     fill_totals(&mut nodes);
+    let mut run = newer.run.clone();
+    if !earlier.nodes.is_empty() || earlier.run.wall_ns > 0 {
+        // The interval: from where the earlier snapshot ended to where this one does.
+        run.started_unix_ms = earlier.run.started_unix_ms + earlier.run.wall_ns / 1_000_000;
+        run.wall_ns = newer.run.wall_ns.saturating_sub(earlier.run.wall_ns);
+        run.samples_taken = newer.run.samples_taken.saturating_sub(earlier.run.samples_taken);
+    }
     Profile {
-        run: newer.run.clone(),
+        run,
         methods: newer.methods.clone(),
         threads: newer.threads.clone(),
         nodes,
@@ -129,7 +137,8 @@ mod tests {
         fn nothing_gained_since_itself(profile in arb_profile()) {
             let zero = since(&profile, &profile);
             prop_assert!(zero.nodes.iter().all(|n| n.self_samples == 0 && n.total_samples == 0 && n.calls == 0));
-            let empty = Profile { nodes: Vec::new(), ..profile.clone() };
+            let mut empty = Profile { nodes: Vec::new(), ..profile.clone() };
+            empty.run.wall_ns = 0;
             let whole = since(&empty, &profile);
             prop_assert_eq!(&whole.nodes, &profile.nodes);
         }

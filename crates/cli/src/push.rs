@@ -1,0 +1,210 @@
+//! `sonde record --push URL`: every `--push-every` seconds, each process's profile of that
+//! interval (a delta, not the cumulative tree) goes to Grafana Pyroscope through
+//! `sonde_client::push`, and a last one at the end (docs/CONTINUOUS.md).
+
+use crate::cli::RecordArgs;
+use anyhow::Result;
+use sonde_client::assemble::{RunFacts, assemble};
+use sonde_client::collector::{Agents, Session};
+use sonde_client::push::{Auth, Pusher, Series, Target};
+use sonde_profile::Profile;
+use sonde_render::Renderer;
+use sonde_render::fmt::Clean;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Profiles kept while the server does not take them: 10 minutes at the default interval.
+pub const QUEUE: usize = 60;
+/// How long the end of a recording waits for the last pushes.
+const FINAL_PUSH: Duration = Duration::from_secs(10);
+
+/// The pushing side of a recording.
+pub struct Pushing {
+    pusher: Pusher,
+    every: Duration,
+    last: Instant,
+    app: Option<String>,
+    tags: Vec<(String, String)>,
+    host: String,
+    /// Per process: what was pushed up to now (the cumulative profile of the last push).
+    pushed: HashMap<u32, Profile>,
+}
+
+/// Checks `--push` and its companions; `None` without `--push`.
+pub fn start(args: &RecordArgs) -> Result<Option<Pushing>> {
+    let Some(url) = &args.push else {
+        if args.app.is_some() || !args.tags.is_empty() || args.push_every.is_some() {
+            anyhow::bail!("--app, --tag and --push-every go with --push URL");
+        }
+        return Ok(None);
+    };
+    if args.mode() != crate::cli::ModeArg::Sampling {
+        anyhow::bail!(
+            "--push goes with --mode sampling (continuous profiling samples; it never changes the program's code)"
+        );
+    }
+    let auth = Auth::from_env(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("--push: {e}"))?;
+    let tenant = std::env::var(sonde_client::push::ENV_TENANT).ok();
+    let target = Target::new(url, auth, tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut tags = Vec::new();
+    for tag in &args.tags {
+        tags.push(parse_tag(tag)?);
+    }
+    let pusher = Pusher::start(target, QUEUE, Box::new(|line| crate::say!("sonde: {}", Clean(line))));
+    Ok(Some(Pushing {
+        pusher,
+        every: Duration::from_secs(args.push_every.unwrap_or(10)),
+        last: Instant::now(),
+        app: args.app.clone(),
+        tags,
+        host: hostname(),
+        pushed: HashMap::new(),
+    }))
+}
+
+/// `KEY=VALUE`: a label name (letters, digits, `_` and `.`, not starting with a digit; not one
+/// Sonde sets) and a value without control characters.
+fn parse_tag(tag: &str) -> Result<(String, String)> {
+    let (key, value) = tag.split_once('=').ok_or_else(|| anyhow::anyhow!("--tag {tag}: expected KEY=VALUE"))?;
+    let valid = key.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if !valid {
+        anyhow::bail!("--tag {tag}: `{key}` is not a label name (letters, digits, `_`, `.`)");
+    }
+    if RESERVED.contains(&key) {
+        anyhow::bail!("--tag {tag}: Sonde sets `{key}` itself");
+    }
+    if value.chars().any(char::is_control) {
+        anyhow::bail!("--tag {key}: the value has control characters");
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
+/// The labels Sonde sets on every profile.
+const RESERVED: [&str; 6] =
+    ["__name__", "service_name", "host.name", "process.pid", "process.runtime.name", "process.runtime.version"];
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+impl Pushing {
+    /// Pushes each process's interval when one is due.
+    pub fn tick(&mut self, agents: &Agents, facts: impl Fn(&Session) -> RunFacts) {
+        if self.last.elapsed() < self.every {
+            return;
+        }
+        self.last = Instant::now();
+        let mut profiles = Vec::new();
+        agents.each_session(|s| {
+            if let Some(profile) = assemble(s, facts(s)) {
+                profiles.push(profile);
+            }
+        });
+        for profile in profiles {
+            self.push(profile);
+        }
+    }
+
+    /// Queues what `profile` (cumulative) gained since the last push of its process.
+    fn push(&mut self, profile: Profile) {
+        let pid = profile.run.pid;
+        let interval = match self.pushed.get(&pid) {
+            Some(earlier) => sonde_profile::delta::since(earlier, &profile),
+            None => sonde_profile::delta::since(&empty_like(&profile), &profile),
+        };
+        if interval.nodes.iter().all(|n| n.self_samples == 0) {
+            self.pushed.insert(pid, profile);
+            return;
+        }
+        let mut pprof = Vec::new();
+        if let Err(e) = sonde_render::PprofRenderer.render(&interval, &mut pprof) {
+            crate::say!("sonde: push: cannot encode the profile of process {pid}: {}", Clean(&e.to_string()));
+            return;
+        }
+        let mut labels = vec![
+            ("__name__".to_string(), "process_cpu".to_string()),
+            ("service_name".to_string(), self.app_name(&profile)),
+        ];
+        labels.extend(self.tags.iter().cloned());
+        labels.push(("host.name".into(), self.host.clone()));
+        labels.push(("process.pid".into(), pid.to_string()));
+        labels.push(("process.runtime.name".into(), profile.run.runtime.kind.clone()));
+        labels.push(("process.runtime.version".into(), profile.run.runtime.version.clone()));
+        self.pusher.submit(Series { labels, pprof });
+        self.pushed.insert(pid, profile);
+    }
+
+    /// `--app`, else the program's own name: the entry assembly's (`Shop.Api.dll` → `Shop.Api`)
+    /// or the executable's, as the command line gives it.
+    fn app_name(&self, profile: &Profile) -> String {
+        if let Some(app) = &self.app {
+            return app.clone();
+        }
+        app_of_command(&profile.run.command).unwrap_or_else(|| format!("pid-{}", profile.run.pid))
+    }
+
+    /// The last interval of every process, then waits (bounded) for the queue to drain; says
+    /// what was pushed and what was not.
+    pub fn finish(mut self, sessions: &[Session], facts: impl Fn(&Session) -> RunFacts, quiet: bool) {
+        for s in sessions {
+            if let Some(profile) = assemble(s, facts(s)) {
+                self.push(profile);
+            }
+        }
+        let stats = self.pusher.finish(FINAL_PUSH);
+        if !quiet || stats.dropped > 0 {
+            let dropped = match stats.dropped {
+                0 => String::new(),
+                n => format!(", {n} dropped (the server did not take them)"),
+            };
+            crate::say!("sonde: pushed {} profiles{dropped}", stats.pushed);
+        }
+    }
+}
+
+/// A profile with nothing in it, as before the first push.
+fn empty_like(profile: &Profile) -> Profile {
+    let mut empty = Profile { nodes: Vec::new(), ..profile.clone() };
+    empty.run.wall_ns = 0;
+    empty.run.samples_taken = 0;
+    empty
+}
+
+/// The application's name from a command line: the first `.dll`/`.exe` argument's stem, else
+/// the program's file name (`dotnet` itself is not a name).
+fn app_of_command(command: &[String]) -> Option<String> {
+    let stem = |arg: &String| {
+        std::path::Path::new(arg).file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty())
+    };
+    command
+        .iter()
+        .find(|a| a.ends_with(".dll") || a.ends_with(".exe"))
+        .and_then(stem)
+        .or_else(|| command.first().and_then(stem).filter(|s| s != "dotnet" && s != "mono"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_label_names_and_values() {
+        assert_eq!(parse_tag("region=eu-west-1").unwrap(), ("region".into(), "eu-west-1".into()));
+        assert_eq!(parse_tag("k8s.pod=a=b").unwrap(), ("k8s.pod".into(), "a=b".into()));
+        assert!(parse_tag("region").is_err());
+        assert!(parse_tag("1st=x").is_err());
+        assert!(parse_tag("a-b=x").is_err());
+        assert!(parse_tag("service_name=x").is_err());
+        assert!(parse_tag("a=x\ny").is_err());
+    }
+
+    #[test]
+    fn the_application_is_named_after_its_entry_assembly() {
+        let c = |v: &[&str]| app_of_command(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(c(&["/usr/bin/dotnet", "/srv/Shop.Api.dll", "--urls", "x"]), Some("Shop.Api".into()));
+        assert_eq!(c(&["mono", "Tool.exe"]), Some("Tool".into()));
+        assert_eq!(c(&["/srv/shop/Shop"]), Some("Shop".into()));
+        assert_eq!(c(&["dotnet"]), None);
+    }
+}

@@ -1,0 +1,285 @@
+//! Continuous profiling (`sonde record --push`, issue 17; docs/CONTINUOUS.md) against a loopback
+//! stand-in for Grafana Pyroscope (`tests/pyroscope/server.py`: it takes what the server's push
+//! API takes and records every request). What a real client sends is recorded first: Grafana's
+//! own client (PyPI `pyroscope-io`, `tests/pyroscope/client.py`) pushes to the same server, and
+//! Sonde's pushes must follow the same rules. The pushed profiles are decoded by an independent
+//! pprof decoder (npm `pprof-format`, `tests/js/decode-pprof.mjs`).
+
+mod support;
+
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use support::*;
+
+/// The stand-in server, listening; stopped on drop.
+struct Server {
+    running: Option<Running>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path, extra: &[&str]) -> Server {
+        let mut args: Vec<OsString> = vec![repo_file("tests/pyroscope/server.py").into(), dir.into()];
+        args.extend(extra.iter().map(OsString::from));
+        let mut running = Running::spawn("python3", &args);
+        running.wait_for_line("listening", Duration::from_secs(30));
+        let out = String::from_utf8_lossy(running.stdout_so_far()).into_owned();
+        let port = out.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("the server's port");
+        Server { running: Some(running), port, dir: dir.to_path_buf() }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.join("requests.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            kill_group(running.pid(), libc::SIGTERM);
+            let _ = running.wait(Duration::from_secs(10));
+        }
+    }
+}
+
+/// Each file decoded by `pprof-format`: `{types, totals, leaves}`.
+fn decode(files: &[PathBuf]) -> Vec<Value> {
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let mut args: Vec<OsString> = vec![repo_file("tests/js/decode-pprof.mjs").into()];
+    args.extend(files.iter().map(|f| f.into()));
+    let node = std::env::var_os("SONDE_NODE").map_or_else(|| PathBuf::from("node"), PathBuf::from);
+    let out = run(node, &args);
+    assert_eq!(out.code(), 0, "decode-pprof.mjs: {}", out.describe());
+    out.stdout_str().lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// The `samples/count` total of a decoded profile.
+fn samples(decoded: &Value) -> u64 {
+    let k = decoded["types"].as_array().unwrap().iter().position(|t| t == "samples/count").expect("samples/count");
+    decoded["totals"][k].as_u64().unwrap()
+}
+
+/// The files of the accepted pushes whose `service_name` is `app`.
+fn pushed_files(server: &Server, app: &str) -> Vec<PathBuf> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r["accepted"] == true)
+        .flat_map(|r| r["series"].as_array().unwrap().clone())
+        .filter(|s| s["labels"]["service_name"] == app)
+        .flat_map(|s| s["samples"].as_array().unwrap().clone())
+        .map(|s| server.dir.join(s["file"].as_str().unwrap()))
+        .collect()
+}
+
+/// The whole profile as `--format pprof`, decoded.
+fn whole(profile: &Path) -> Value {
+    let pb = profile.with_extension("pb.gz");
+    let out = sonde_cmd(&[
+        "report".into(),
+        profile.into(),
+        "--format".into(),
+        "pprof".into(),
+        "-o".into(),
+        pb.clone().into(),
+    ]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    decode(&[pb]).remove(0)
+}
+
+fn push_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.starts_with("sonde: push:")).collect()
+}
+
+/// Grafana's client and Sonde push to the same server: the same path, content type and
+/// message, the labels the server files a profile under, and a pprof it reads. Sonde's pushes
+/// are the intervals of one recording: decoded independently, they add up to the whole profile,
+/// and the hot method is the hot leaf.
+#[test]
+fn pushes_follow_grafanas_client_and_add_up_to_the_whole_profile() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &[]);
+    let real = run(python(), &[repo_file("tests/pyroscope/client.py").into(), server.url().into(), "1".into()]);
+    assert_eq!(real.code(), 0, "pyroscope-io: {}", real.describe());
+    let requests = server.requests();
+    let reference =
+        requests.iter().find(|r| r["headers"]["user-agent"].as_str().is_some_and(|a| a.contains("pyroscope")));
+    let reference = reference.unwrap_or_else(|| panic!("no request from pyroscope-io: {requests:?}"));
+    assert_eq!(reference["accepted"], true, "the stand-in refused the real client: {reference}");
+
+    let file = dir.path().join("busy.sonde");
+    let opts = ["--push", &server.url(), "--push-every", "1", "--app", "shop", "--tag", "region=test"];
+    let out = record(&file, &opts, &app_command("Busy", &["1", "6000"]));
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(push_lines(&out.stderr_str()).is_empty(), "{}", out.describe());
+    let all = server.requests();
+    let ours: Vec<&Value> =
+        all.iter().filter(|r| r["headers"]["user-agent"].as_str().is_some_and(|a| a.starts_with("sonde/"))).collect();
+    assert!(ours.len() >= 2, "one push per second of a multi-second run, and the last: {ours:?}");
+    for r in &ours {
+        assert_eq!(r["accepted"], true, "{r}");
+        assert_eq!(r["path"], reference["path"]);
+        assert_eq!(r["query"], reference["query"]);
+        assert_eq!(r["headers"]["content-type"], reference["headers"]["content-type"]);
+        let labels = &r["series"][0]["labels"];
+        for name in ["__name__", "service_name", "region", "process.runtime.name", "process.runtime.version"] {
+            assert!(reference["series"][0]["labels"].get(name).is_some(), "the real client sets {name}");
+            assert!(labels.get(name).is_some(), "no {name} label: {labels}");
+        }
+        assert_eq!(labels["__name__"], reference["series"][0]["labels"]["__name__"]);
+        assert_eq!((labels["service_name"].as_str(), labels["region"].as_str()), (Some("shop"), Some("test")));
+        assert_eq!(labels["process.runtime.name"], "coreclr");
+    }
+    assert!(out.stderr_str().contains(&format!("sonde: pushed {} profiles\n", ours.len())), "{}", out.describe());
+
+    let decoded = decode(&pushed_files(&server, "shop"));
+    let pushed: u64 = decoded.iter().map(samples).sum();
+    let whole = whole(&file);
+    assert_eq!(pushed, samples(&whole), "the intervals add up to the whole: {decoded:?}");
+    let mut by_leaf: std::collections::BTreeMap<String, u64> = Default::default();
+    for d in &decoded {
+        let k = d["types"].as_array().unwrap().iter().position(|t| t == "samples/count").unwrap();
+        for (leaf, n) in d["leaves"][k].as_object().unwrap() {
+            *by_leaf.entry(leaf.clone()).or_default() += n.as_u64().unwrap();
+        }
+    }
+    let hot = by_leaf.iter().max_by_key(|(_, n)| **n).map(|(l, _)| l.clone());
+    assert_eq!(hot.as_deref(), Some("Acme.Busy.Mix"), "{by_leaf:?}");
+}
+
+/// A server that is unavailable when the first profiles come (503, as from behind its load
+/// balancer): one line says so, the profiles wait in the queue and are retried with backoff,
+/// one line says when it takes them again, and nothing is lost. (A server that does not answer
+/// at all takes the same path: `sonde_client::push`'s tests.)
+#[test]
+fn profiles_wait_for_an_unavailable_server_and_arrive_when_it_is_back() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &["--fail-first", "2"]);
+    let file = dir.path().join("down.sonde");
+    let out = record(
+        &file,
+        &["--push", &server.url(), "--push-every", "1", "--app", "down"],
+        &app_command("Busy", &["1", "3000"]),
+    );
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let stderr = out.stderr_str();
+    let lines = push_lines(&stderr);
+    assert_eq!(lines.len(), 2, "one line when it fails, one when it is back: {}", out.describe());
+    assert!(lines[0].contains("HTTP 503; retrying with backoff"), "{}", out.describe());
+    assert!(lines[1].contains("takes profiles again"), "{}", out.describe());
+    let requests = server.requests();
+    assert_eq!((requests[0]["status"].as_u64(), requests[1]["status"].as_u64()), (Some(503), Some(503)));
+    let pushed: u64 = decode(&pushed_files(&server, "down")).iter().map(samples).sum();
+    assert_eq!(pushed, samples(&whole(&file)), "nothing lost while the server was unavailable");
+}
+
+/// Credentials come from the environment, the server refuses them: one line says so (without
+/// the password), and the refused profiles are not retried in a storm.
+#[test]
+fn refused_credentials_are_said_once_and_not_retried_in_a_storm() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &["--status", "401"]);
+    let file = dir.path().join("auth.sonde");
+    let args =
+        record_args(&file, &["--push", &server.url(), "--push-every", "1"], &app_command("Busy", &["1", "2500"]));
+    let env = [("SONDE_PUSH_USER", OsString::from("sonde")), ("SONDE_PUSH_PASSWORD", OsString::from("hunter2"))];
+    let started = Instant::now();
+    let out = Running::spawn_with_env(sonde(), &args, &env).wait(DEADLINE);
+    let seconds = started.elapsed().as_secs();
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let stderr = out.stderr_str();
+    assert!(!stderr.contains("hunter2"), "{}", out.describe());
+    let lines = push_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{}", out.describe());
+    assert!(lines[0].contains("refused the credentials (HTTP 401)"), "{}", out.describe());
+    let requests = server.requests();
+    // Backoff after each refusal (1 s, 2 s, 4 s, …): a handful, not one per profile per retry.
+    assert!(
+        !requests.is_empty() && requests.len() as u64 <= 4 + seconds / 4,
+        "{} requests in {seconds} s",
+        requests.len()
+    );
+    for r in &requests {
+        assert_eq!(r["headers"]["authorization"], "Basic c29uZGU6aHVudGVyMg==", "{r}");
+    }
+}
+
+/// A server that takes seconds to answer holds up neither the program nor the end of the
+/// recording beyond the last push's bounded wait.
+#[test]
+fn a_slow_server_holds_nothing_up() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &["--delay", "4"]);
+    let file = dir.path().join("slow.sonde");
+    let plain = Instant::now();
+    assert_eq!(run_app("Busy", &["1", "2500"]).code(), 0);
+    let plain = plain.elapsed();
+    let started = Instant::now();
+    let out = record(&file, &["--push", &server.url(), "--push-every", "1"], &app_command("Busy", &["1", "2500"]));
+    let took = started.elapsed();
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    let wall = Duration::from_nanos(u64_of(&report, "wall_ns"));
+    // Loose: the machine's load varies between the two runs; a blocking push would add its 4 s
+    // per interval.
+    assert!(wall < plain * 3 + Duration::from_secs(5), "the program took {wall:?} (unprofiled {plain:?})");
+    // The last push gets 10 s; the rest of the queue is dropped and said.
+    assert!(took < wall + Duration::from_secs(20), "sonde took {took:?} for a {wall:?} run");
+    assert!(out.stderr_str().contains("sonde: pushed "), "{}", out.describe());
+}
+
+/// What `--push` cannot do is refused before the program starts, in one line.
+#[test]
+fn push_options_are_checked_before_the_program_starts() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("never.sonde");
+    let app = app_command("Busy", &["1", "10"]);
+    let refused = |opts: &[&str], env: &[(&str, OsString)], says: &str| {
+        let out = Running::spawn_with_env(sonde(), &record_args(&file, opts, &app), env).wait(DEADLINE);
+        assert_eq!(out.code(), 2, "{opts:?}: {}", out.describe());
+        assert!(out.stdout_str().is_empty(), "the program ran: {}", out.describe());
+        assert!(out.stderr_str().lines().next().unwrap_or_default().contains(says), "{opts:?}: {}", out.describe());
+    };
+    refused(&["--push", "pyroscope:4040"], &[], "not an http:// or https:// URL");
+    refused(&["--push", "http://127.0.0.1:9", "--mode", "tracing"], &[], "--push goes with --mode sampling");
+    refused(&["--tag", "a=b"], &[], "go with --push URL");
+    refused(&["--push", "http://127.0.0.1:9", "--tag", "service_name=x"], &[], "Sonde sets `service_name` itself");
+    let both = [("SONDE_PUSH_USER", OsString::from("u")), ("SONDE_PUSH_TOKEN", OsString::from("t"))];
+    refused(&["--push", "http://127.0.0.1:9"], &both, "not both");
+}
+
+/// A running process (`--pid`): its intervals are pushed while attached, and the last one at
+/// the detach; the process runs on unharmed.
+#[test]
+fn an_attached_process_is_pushed_too() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &[]);
+    let stop = dir.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[]);
+    let file = dir.path().join("attached.sonde");
+    let pid = service.pid().to_string();
+    let url = server.url();
+    let args = ["record", "-o", file.to_str().unwrap(), "--pid", &pid, "--duration", "3", "--push", &url];
+    let out = sonde_cmd(
+        &[&args[..], &["--push-every", "1", "--app", "svc"]].concat().iter().map(OsString::from).collect::<Vec<_>>(),
+    );
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let files = pushed_files(&server, "svc");
+    assert!(files.len() >= 2, "{:?}", server.requests());
+    let pushed: u64 = decode(&files).iter().map(samples).sum();
+    assert_eq!(pushed, samples(&whole(&file)));
+    stop_service(service, &stop);
+}
