@@ -283,3 +283,26 @@ fn an_attached_process_is_pushed_too() {
     assert_eq!(pushed, samples(&whole(&file)));
     stop_service(service, &stop);
 }
+
+/// A Mono program is pushed the same way, labelled with its runtime.
+#[test]
+fn a_mono_program_is_pushed_too() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &[]);
+    let file = dir.path().join("mono.sonde");
+    let out = record(
+        &file,
+        &["--push", &server.url(), "--push-every", "1"],
+        &Runtime::Mono.app_command("Busy", &["1", "2000"]),
+    );
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let requests = server.requests();
+    assert!(!requests.is_empty() && requests.iter().all(|r| r["accepted"] == true), "{requests:?}");
+    let labels = &requests[0]["series"][0]["labels"];
+    assert_eq!(
+        (labels["process.runtime.name"].as_str(), labels["service_name"].as_str()),
+        (Some("mono"), Some("Busy"))
+    );
+    let pushed: u64 = decode(&pushed_files(&server, "Busy")).iter().map(samples).sum();
+    assert_eq!(pushed, samples(&whole(&file)));
+}
