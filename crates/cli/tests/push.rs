@@ -122,7 +122,7 @@ fn pushes_follow_grafanas_client_and_add_up_to_the_whole_profile() {
 
     let file = dir.path().join("busy.sonde");
     let opts = ["--push", &server.url(), "--push-every", "1", "--app", "shop", "--tag", "region=test"];
-    let out = record(&file, &opts, &app_command("Busy", &["1", "6000"]));
+    let out = record(&file, &opts, &app_command("Busy", &["1", "10000"]));
     assert_eq!(out.code(), 0, "{}", out.describe());
     assert!(push_lines(&out.stderr_str()).is_empty(), "{}", out.describe());
     let all = server.requests();
