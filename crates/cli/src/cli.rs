@@ -32,6 +32,9 @@ pub enum Command {
     Top(TopArgs),
     /// Print the current managed stack of every thread of a running .NET process, then detach.
     Dump(DumpArgs),
+    /// Continuous profiling of every .NET (CoreCLR) process of this user on the host, pushed to
+    /// Grafana Pyroscope (docs/CONTINUOUS.md).
+    Daemon(DaemonArgs),
     /// List the running recordings (`sonde record` sessions).
     Sessions,
     /// Write a snapshot of a running recording to a file, now.
@@ -42,6 +45,31 @@ pub enum Command {
     Pause(ControlArgs),
     /// Resume collection in a paused recording.
     Resume(ControlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// The Pyroscope server's base URL (credentials from the environment, as for record --push).
+    #[arg(long, value_name = "URL", required_unless_present = "status")]
+    pub push: Option<String>,
+    /// Samples per second per thread of each process (low: the daemon runs all the time).
+    #[arg(long, value_name = "HZ", default_value_t = 97, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub rate: u64,
+    /// Profile only the applications whose name matches one of these globs (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Never profile the applications whose name matches one of these globs (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// A label on every profile, KEY=VALUE (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Seconds between pushes (default 10).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub push_every: Option<u64>,
+    /// Show the running daemon's state and its own costs, then exit.
+    #[arg(long, conflicts_with_all = ["push", "include", "exclude", "tags", "push_every"])]
+    pub status: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@
 mod attached;
 mod cli;
 mod control;
+mod daemon;
 mod dump;
 mod output;
 mod push;
@@ -37,6 +38,7 @@ fn main() {
         Command::Diff(args) => report::diff(args).map(|()| 0),
         Command::Top(args) => top::top(args),
         Command::Dump(args) => dump::dump(args),
+        Command::Daemon(args) => daemon::daemon(args),
         Command::Sessions => control::sessions(),
         Command::Snapshot(args) => control::take_snapshot(args),
         Command::Stop(args) => control::command(args, ControlCommand::Stop),

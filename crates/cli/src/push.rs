@@ -28,6 +28,9 @@ pub struct Pushing {
     host: String,
     /// Per process: what was pushed up to now (the cumulative profile of the last push).
     pushed: HashMap<u32, Profile>,
+    /// Per process (pid as it knows itself): its application name, when it names one itself
+    /// (`SONDE_APP` in its environment: the daemon).
+    apps: HashMap<u32, String>,
 }
 
 /// Checks `--push` and its companions; `None` without `--push`.
@@ -43,23 +46,26 @@ pub fn start(args: &RecordArgs) -> Result<Option<Pushing>> {
             "--push goes with --mode sampling (continuous profiling samples; it never changes the program's code)"
         );
     }
+    to(url, args.app.clone(), &args.tags, args.push_every, QUEUE).map(Some)
+}
+
+/// A pusher to `url`; `queue`: the most profiles kept while the server does not take them.
+pub fn to(url: &str, app: Option<String>, tags: &[String], every: Option<u64>, queue: usize) -> Result<Pushing> {
     let auth = Auth::from_env(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("--push: {e}"))?;
     let tenant = std::env::var(sonde_client::push::ENV_TENANT).ok();
     let target = Target::new(url, auth, tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut tags = Vec::new();
-    for tag in &args.tags {
-        tags.push(parse_tag(tag)?);
-    }
-    let pusher = Pusher::start(target, QUEUE, Box::new(|line| crate::say!("sonde: {}", Clean(line))));
-    Ok(Some(Pushing {
+    let tags = tags.iter().map(|t| parse_tag(t)).collect::<Result<Vec<_>>>()?;
+    let pusher = Pusher::start(target, queue, Box::new(|line| crate::say!("sonde: {}", Clean(line))));
+    Ok(Pushing {
         pusher,
-        every: Duration::from_secs(args.push_every.unwrap_or(10)),
+        every: Duration::from_secs(every.unwrap_or(10)),
         last: Instant::now(),
-        app: args.app.clone(),
+        app,
         tags,
         host: hostname(),
         pushed: HashMap::new(),
-    }))
+        apps: HashMap::new(),
+    })
 }
 
 /// `KEY=VALUE`: a label name (letters, digits, `_` and `.`, not starting with a digit; not one
@@ -91,10 +97,22 @@ fn hostname() -> String {
 impl Pushing {
     /// Pushes each process's interval when one is due.
     pub fn tick(&mut self, agents: &Agents, facts: impl Fn(&Session) -> RunFacts) {
+        if self.due() {
+            self.push_agents(agents, facts);
+        }
+    }
+
+    /// Whether an interval has passed since the last push (and starts the next one if so).
+    pub fn due(&mut self) -> bool {
         if self.last.elapsed() < self.every {
-            return;
+            return false;
         }
         self.last = Instant::now();
+        true
+    }
+
+    /// Pushes the interval of each process `agents` record.
+    pub fn push_agents(&mut self, agents: &Agents, facts: impl Fn(&Session) -> RunFacts) {
         let mut profiles = Vec::new();
         agents.each_session(|s| {
             if let Some(profile) = assemble(s, facts(s)) {
@@ -137,11 +155,33 @@ impl Pushing {
 
     /// `--app`, else the program's own name: the entry assembly's (`Shop.Api.dll` → `Shop.Api`)
     /// or the executable's, as the command line gives it.
-    fn app_name(&self, profile: &Profile) -> String {
-        if let Some(app) = &self.app {
+    pub fn app_name(&self, profile: &Profile) -> String {
+        if let Some(app) = self.apps.get(&profile.run.pid).or(self.app.as_ref()) {
             return app.clone();
         }
         app_of_command(&profile.run.command).unwrap_or_else(|| format!("pid-{}", profile.run.pid))
+    }
+
+    /// Names the application of process `pid` (as it knows itself), over `--app`.
+    pub fn name_app(&mut self, pid: u32, app: String) {
+        self.apps.insert(pid, app);
+    }
+
+    /// The last interval of the processes `sessions` recorded (one that ended, or detached), and
+    /// forgets them.
+    pub fn push_final(&mut self, sessions: &[Session], facts: impl Fn(&Session) -> RunFacts) {
+        for s in sessions {
+            if let Some(profile) = assemble(s, facts(s)) {
+                let pid = profile.run.pid;
+                self.push(profile);
+                self.pushed.remove(&pid);
+                self.apps.remove(&pid);
+            }
+        }
+    }
+
+    pub fn stats(&self) -> sonde_client::push::PushStats {
+        self.pusher.stats()
     }
 
     /// The last interval of every process, then waits (bounded) for the queue to drain; says
@@ -173,7 +213,7 @@ fn empty_like(profile: &Profile) -> Profile {
 
 /// The application's name from a command line: the first `.dll`/`.exe` argument's stem, else
 /// the program's file name (`dotnet` itself is not a name).
-fn app_of_command(command: &[String]) -> Option<String> {
+pub fn app_of_command(command: &[String]) -> Option<String> {
     let stem = |arg: &String| {
         std::path::Path::new(arg).file_stem().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty())
     };

@@ -306,3 +306,61 @@ fn a_mono_program_is_pushed_too() {
     let pushed: u64 = decode(&pushed_files(&server, "Busy")).iter().map(samples).sum();
     assert_eq!(pushed, samples(&whole(&file)));
 }
+
+/// `sonde daemon`: finds the .NET processes it is told to (`--include`, over the application
+/// names their `SONDE_APP` gives), pushes each under its own name, takes in one that starts
+/// later, notices one that ends, reports itself (`--status`), and on SIGTERM detaches from the
+/// others, which run on unharmed.
+#[test]
+fn the_daemon_follows_processes_as_they_come_and_go() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &[]);
+    let service = |name: &str| {
+        let stop = dir.path().join(format!("stop-{name}"));
+        (start_service(&dotnet(), &stop, &[("SONDE_APP", OsString::from(name))]), stop)
+    };
+    let apps_pushed = || -> std::collections::BTreeSet<String> {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r["accepted"] == true)
+            .filter_map(|r| r["series"][0]["labels"]["service_name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: {:?}", server.requests());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let (a, stop_a) = service("dtest-a");
+    let (b, stop_b) = service("dtest-b");
+    let url = server.url();
+    let args: Vec<OsString> =
+        ["daemon", "--push", &url, "--push-every", "1", "--include", "dtest-*"].iter().map(OsString::from).collect();
+    let daemon = Running::spawn(sonde(), &args);
+    wait_for("both pushed", &|| ["dtest-a", "dtest-b"].iter().all(|a| apps_pushed().contains(*a)));
+    let (c, stop_c) = service("dtest-c");
+    wait_for("the later one pushed", &|| apps_pushed().contains("dtest-c"));
+    let status = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
+    assert_eq!(status.code(), 0, "{}", status.describe());
+    assert!(status.stdout_str().contains("processes  3\n"), "{}", status.describe());
+    assert!(status.stdout_str().contains("own cost "), "{}", status.describe());
+    stop_service(a, &stop_a);
+    wait_for("the ended one noticed", &|| {
+        sonde_cmd(&[OsString::from("daemon"), "--status".into()]).stdout_str().contains("processes  2\n")
+    });
+    kill_group(daemon.pid(), libc::SIGTERM);
+    let out = daemon.wait(DEADLINE);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let stderr = out.stderr_str();
+    assert!(stderr.contains("(dtest-a) ended"), "{}", out.describe());
+    assert!(stderr.contains("detaching from 2 processes"), "{}", out.describe());
+    assert!(server.requests().iter().all(|r| r["accepted"] == true));
+    // Detached, they run on and end as they always do.
+    stop_service(b, &stop_b);
+    stop_service(c, &stop_c);
+    let gone = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
+    assert_eq!(gone.code(), 1, "{}", gone.describe());
+}
