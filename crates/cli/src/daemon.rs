@@ -24,8 +24,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often the host is searched for new processes.
 const SCAN_EVERY: Duration = Duration::from_secs(5);
-/// How often the agents are asked for a snapshot (their data reaches the pushes through them).
-const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 /// Scans at which an attach is tried before the process is given up.
 const ATTACH_TRIES: u32 = 3;
 /// How long a detach at SIGTERM may take per process.
@@ -89,7 +87,6 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
     // diagnostics socket yet, so it is tried again at the next scans before it is given up.
     let mut tries: HashMap<u32, u32> = HashMap::new();
     let mut last_scan: Option<Instant> = None;
-    let mut last_snapshot = Instant::now();
     crate::say!(
         "sonde: daemon {}: profiling .NET processes at {} Hz, pushing to {}",
         std::process::id(),
@@ -104,6 +101,7 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
                     Ok(Some((recording, app))) => {
                         crate::say!("sonde: daemon: profiling process {pid} ({})", Clean(&app));
                         pushing.name_app(recording.ns_pid(), app.clone());
+                        recording.agents().request_snapshots();
                         tracked.insert(pid, Tracked { recording, app, since: unix_s() });
                     }
                     Ok(None) => {
@@ -133,15 +131,13 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
                 pushing.push_final(&sessions, |s| running_facts(s, true, &[]));
             }
         }
-        if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
-            last_snapshot = Instant::now();
-            for t in tracked.values() {
-                t.recording.agents().request_snapshots();
-            }
-        }
+        // One snapshot per process per interval, asked for just after each push: the next push
+        // carries it (a snapshot every second, as `sonde record` takes, cost each process more
+        // than its sampling at the daemon's rate).
         if pushing.due() {
             for t in tracked.values() {
                 pushing.push_agents(&t.recording.agents(), |s| running_facts(s, true, &[]));
+                t.recording.agents().request_snapshots();
             }
             write_status(&status_file, &status_of(started, url, args.rate, &tracked, &pushing, &refused));
         }

@@ -65,8 +65,13 @@ pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> st
     let thread = std::thread::Builder::new().name("sonde-drain".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         block_signals();
+        // Every eight intervals, at least every 100 ms and at most every 20: a thread's ring
+        // (room for four full-depth samples, dozens of usual ones) holds the eight samples a
+        // busy thread takes meanwhile, and at low rates (`sonde daemon`'s 97 Hz) the drain wakes
+        // 12 times a second instead of 50 — its wake-ups cost more than the samples there.
+        let period = (super::common::interval() * 8).clamp(Duration::from_millis(20), Duration::from_millis(100));
         while !super::common::STOPPED.load(std::sync::atomic::Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(period);
             drain();
         }
     })?;
