@@ -83,6 +83,12 @@ impl Target {
         if url.contains(['?', '#', ' ']) {
             return Err(format!("--push {url}: the server's base URL, without a query or fragment"));
         }
+        if rest.split('/').next().is_some_and(|authority| authority.contains('@')) {
+            // Never echo it: it holds a password.
+            return Err(format!(
+                "--push: credentials go in {ENV_USER}/{ENV_PASSWORD} or {ENV_TOKEN}, not in the URL (they would reach logs)"
+            ));
+        }
         Ok(Target { url: url.trim_end_matches('/').to_string(), auth, tenant })
     }
 
@@ -427,6 +433,8 @@ mod tests {
         assert!(Target::new("h:4040", Auth::None, None).is_err());
         assert!(Target::new("http://", Auth::None, None).is_err());
         assert!(Target::new("http://h/?x=1", Auth::None, None).is_err());
+        let with_password = Target::new("https://u:secret@h", Auth::None, None).unwrap_err();
+        assert!(with_password.contains("not in the URL") && !with_password.contains("secret"), "{with_password}");
     }
 
     #[test]
