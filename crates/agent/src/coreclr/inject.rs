@@ -192,10 +192,14 @@ pub fn prologue(info: &ProfilerInfo, module: ModuleID, rule: u32, method: u32, n
         calls: AtomicU64::new(0),
         random: AtomicU64::new(seed(name)),
     }));
+    Ok(code(site, ctor, sig))
+}
+
+/// Method `method` now runs with rule `rule`'s prologue.
+pub fn applied(rule: u32, method: u32) {
     if let Some(r) = state().as_mut().and_then(|s| s.rules.get_mut(rule as usize)) {
         r.report.methods.push(method);
     }
-    Ok(code(site, ctor, sig))
 }
 
 /// The prologue's bytes (see the module's documentation).

@@ -104,7 +104,8 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
     let started = std::time::Instant::now();
     let name = names.name.clone();
     let method = methods().insert(function, names);
-    let edited = (|| -> Result<_, String> {
+    // Err(None): nothing to change after all (the rule's problem is recorded already).
+    let edited = (|| -> Result<_, Option<String>> {
         let original = info.il_function_body(module, token).map_err(|e| format!("GetILFunctionBody: {e}"))?;
         let mut body = MethodBody::parse(&original).map_err(|e| e.to_string())?;
         let mut counters = None;
@@ -113,16 +114,26 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
             body = instrumented.body;
             counters = Some((instrumented.offsets, instrumented.counters));
         }
+        let mut injected = None;
         if let Some(rule) = rule {
             match inject::prologue(info, module, rule, method, &name)
                 .and_then(|code| body.prepend(&code, inject::PROLOGUE_STACK).map_err(|e| e.to_string()))
             {
-                Ok(with_prologue) => body = with_prologue,
+                Ok(with_prologue) => {
+                    body = with_prologue;
+                    injected = Some(rule);
+                }
                 // Coverage still applies when the fault cannot be injected.
                 Err(why) => inject::problem(rule, &name, &why),
             }
         }
+        if counters.is_none() && injected.is_none() {
+            return Err(None);
+        }
         info.set_il_function_body(module, token, &body.encode()).map_err(|e| format!("SetILFunctionBody: {e}"))?;
+        if let Some(rule) = injected {
+            inject::applied(rule, method);
+        }
         Ok(counters)
     })();
     settle((module, token), if edited.is_ok() { Decision::Rewritten } else { Decision::LeftAlone });
@@ -133,7 +144,8 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
     match edited {
         Ok(Some((offsets, counters))) => coverage::covered(method, offsets, counters),
         Ok(None) => {}
-        Err(why) => match rule {
+        Err(None) => {}
+        Err(Some(why)) => match rule {
             Some(rule) => inject::problem(rule, &name, &why),
             None => log!("coverage: {name} left as it is: {why}"),
         },
