@@ -61,15 +61,22 @@ pub struct DaemonArgs {
     /// Never profile the applications whose name matches one of these globs (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
-    /// A label on every profile, KEY=VALUE (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
-    /// Seconds between pushes (default 10).
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub push_every: Option<u64>,
+    #[command(flatten)]
+    pub labels: PushLabels,
     /// Show the running daemon's state and its own costs, then exit.
     #[arg(long, conflicts_with_all = ["push", "include", "exclude", "tags", "push_every"])]
     pub status: bool,
+}
+
+/// What every pushed profile carries and how often it goes (`record --push`, `daemon`).
+#[derive(Debug, Args)]
+pub struct PushLabels {
+    /// With --push: a label on every profile, KEY=VALUE (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// With --push: seconds between pushes (default 10).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub push_every: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -256,12 +263,8 @@ pub struct RecordArgs {
     /// With --push: the application name (default: the entry assembly's or program's name).
     #[arg(long, value_name = "NAME")]
     pub app: Option<String>,
-    /// With --push: a label on every profile, KEY=VALUE (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
-    /// With --push: seconds between pushes (default 10).
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub push_every: Option<u64>,
+    #[command(flatten)]
+    pub labels: PushLabels,
     /// Error simulator (CoreCLR): the methods RULE matches throw an exception at entry.
     /// `METHODS=EXCEPTION[@after:N][@every:N][@p:X]`, e.g.
     /// `Acme.Db.Query=System.TimeoutException@every:5`; repeatable. The profile records each

@@ -67,7 +67,7 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
     }
     let url = args.push.as_deref().context("sonde daemon needs --push URL (or --status)")?;
     // Profiles wait for the server per process, up to the usual 60 each.
-    let mut pushing = crate::push::to(url, None, &args.tags, args.push_every, crate::push::QUEUE * 4)?;
+    let mut pushing = crate::push::to(url, None, &args.labels, crate::push::QUEUE * 4)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, stop.clone()).context("cannot install a signal handler")?;

@@ -2,7 +2,7 @@
 //! interval (a delta, not the cumulative tree) goes to Grafana Pyroscope through
 //! `sonde_client::push`, and a last one at the end (docs/CONTINUOUS.md).
 
-use crate::cli::RecordArgs;
+use crate::cli::{PushLabels, RecordArgs};
 use anyhow::Result;
 use sonde_client::assemble::{RunFacts, assemble};
 use sonde_client::collector::{Agents, Session};
@@ -36,7 +36,7 @@ pub struct Pushing {
 /// Checks `--push` and its companions; `None` without `--push`.
 pub fn start(args: &RecordArgs) -> Result<Option<Pushing>> {
     let Some(url) = &args.push else {
-        if args.app.is_some() || !args.tags.is_empty() || args.push_every.is_some() {
+        if args.app.is_some() || !args.labels.tags.is_empty() || args.labels.push_every.is_some() {
             anyhow::bail!("--app, --tag and --push-every go with --push URL");
         }
         return Ok(None);
@@ -46,19 +46,19 @@ pub fn start(args: &RecordArgs) -> Result<Option<Pushing>> {
             "--push goes with --mode sampling (continuous profiling samples; it never changes the program's code)"
         );
     }
-    to(url, args.app.clone(), &args.tags, args.push_every, QUEUE).map(Some)
+    to(url, args.app.clone(), &args.labels, QUEUE).map(Some)
 }
 
 /// A pusher to `url`; `queue`: the most profiles kept while the server does not take them.
-pub fn to(url: &str, app: Option<String>, tags: &[String], every: Option<u64>, queue: usize) -> Result<Pushing> {
+pub fn to(url: &str, app: Option<String>, labels: &PushLabels, queue: usize) -> Result<Pushing> {
     let auth = Auth::from_env(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("--push: {e}"))?;
     let tenant = std::env::var(sonde_client::push::ENV_TENANT).ok();
     let target = Target::new(url, auth, tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let tags = tags.iter().map(|t| parse_tag(t)).collect::<Result<Vec<_>>>()?;
+    let tags = labels.tags.iter().map(|t| parse_tag(t)).collect::<Result<Vec<_>>>()?;
     let pusher = Pusher::start(target, queue, Box::new(|line| crate::say!("sonde: {}", Clean(line))));
     Ok(Pushing {
         pusher,
-        every: Duration::from_secs(every.unwrap_or(10)),
+        every: Duration::from_secs(labels.push_every.unwrap_or(10)),
         last: Instant::now(),
         app,
         tags,

@@ -132,6 +132,13 @@ pub const tdSealed: DWORD = 0x0000_0100;
 pub const tdSpecialName: DWORD = 0x0000_0400;
 
 // ---------------------------------------------------------------------------
+// CorMethodAttr (the member access a profiler checks before referencing a method).
+// ---------------------------------------------------------------------------
+
+pub const mdMemberAccessMask: DWORD = 0x0007;
+pub const mdPublic: DWORD = 0x0006;
+
+// ---------------------------------------------------------------------------
 // IMetaDataImport
 // ---------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@
 //! reference twice.
 
 use crate::hresult::HResult;
-use crate::info::{ProfilerInfo, read_string};
+use crate::info::{ProfilerInfo, read_string, wide};
 use crate::metadata::Import;
 use sonde_clr_sys::*;
 use std::ffi::c_void;
@@ -47,10 +47,6 @@ impl<T> Drop for Com<T> {
         // SAFETY: we own one reference to a live interface.
         unsafe { (self.release)(self.ptr.as_ptr()) };
     }
-}
-
-fn wide(text: &str) -> Vec<u16> {
-    text.encode_utf16().chain(std::iter::once(0)).collect()
 }
 
 /// A module's metadata opened for writing.

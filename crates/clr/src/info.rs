@@ -421,8 +421,7 @@ impl ProfilerInfo {
         if self.version < 12 {
             return Err(HResult(E_NOTIMPL));
         }
-        let names: Vec<Vec<u16>> =
-            providers.iter().map(|(name, _, _)| name.encode_utf16().chain(std::iter::once(0)).collect()).collect();
+        let names: Vec<Vec<u16>> = providers.iter().map(|(name, _, _)| wide(name)).collect();
         let configs: Vec<COR_PRF_EVENTPIPE_PROVIDER_CONFIG> = providers
             .iter()
             .zip(&names)
@@ -639,6 +638,11 @@ unsafe extern "C" fn map_function(function: FunctionID, _client_data: *mut c_voi
 
 /// Calls a `(cchName, pcchName, szName)`-style getter, growing the buffer once if needed, and
 /// decodes the UTF-16 result (WCHAR is 16-bit on every platform CoreCLR supports).
+/// `text` as the runtime's `LPCWSTR`: UTF-16, NUL-terminated.
+pub(crate) fn wide(text: &str) -> Vec<u16> {
+    text.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
 pub(crate) fn read_string(
     mut get: impl FnMut(ULONG, *mut ULONG, *mut WCHAR) -> Result<(), HResult>,
 ) -> Result<String, HResult> {

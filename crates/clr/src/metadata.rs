@@ -1,13 +1,21 @@
 //! `IMetaDataImport`: names of types and methods, and their signature blobs.
 
 use crate::hresult::HResult;
-use crate::info::read_string;
+use crate::info::{read_string, wide};
 use sonde_clr_sys::*;
 use sonde_metadata::token::{
     KIND_MASK as TOKEN_TYPE_MASK, TYPE_DEF as MD_TYPE_DEF, TYPE_REF as MD_TYPE_REF, TYPE_SPEC as MD_TYPE_SPEC,
 };
 use sonde_metadata::{MAX_NESTING, TypeNames, UNREADABLE_SIGNATURE, nested, signature};
 use std::ptr::{NonNull, null_mut};
+
+/// What `GetMethodProps` says of a MethodDef (the signature borrowed from the module's metadata).
+struct MethodProps<'a> {
+    class: mdTypeDef,
+    name: String,
+    attr: DWORD,
+    signature: &'a [u8],
+}
 
 /// An owned IMetaDataImport reference, released on drop.
 pub(crate) struct Import {
@@ -29,8 +37,8 @@ impl Import {
         NonNull::new(ptr).map(|ptr| Import { ptr })
     }
 
-    /// `Namespace.Type.Method` and the decoded signature of a MethodDef.
-    pub(crate) fn method_name_and_signature(&self, method: mdMethodDef) -> Result<(String, String), HResult> {
+    /// A MethodDef's own properties (`GetMethodProps`).
+    fn method_props(&self, method: mdMethodDef) -> Result<MethodProps<'_>, HResult> {
         let mut class: mdTypeDef = 0;
         let (mut attr, mut sig, mut sig_len, mut rva, mut impl_flags) = (0u32, std::ptr::null(), 0u32, 0u32, 0u32);
         let name = read_string(|cap, len, buf| {
@@ -47,13 +55,19 @@ impl Import {
                 &mut impl_flags
             ))
         })?;
-        let blob: &[u8] = if sig.is_null() {
+        let signature: &[u8] = if sig.is_null() {
             &[]
         } else {
             // SAFETY: the runtime returned a pointer to `sig_len` bytes of signature blob that
-            // live as long as the module's metadata, which outlives this call.
+            // live as long as the module's metadata, which outlives `self`.
             unsafe { std::slice::from_raw_parts(sig, sig_len as usize) }
         };
+        Ok(MethodProps { class, name, attr, signature })
+    }
+
+    /// `Namespace.Type.Method` and the decoded signature of a MethodDef.
+    pub(crate) fn method_name_and_signature(&self, method: mdMethodDef) -> Result<(String, String), HResult> {
+        let MethodProps { class, name, signature: blob, .. } = self.method_props(method)?;
         let signature = signature::method_signature(blob, self).unwrap_or_else(|| UNREADABLE_SIGNATURE.into());
         let full = if class == 0 || class & !TOKEN_TYPE_MASK == 0 {
             name // a global function: no declaring type (`<Module>`)
@@ -66,39 +80,21 @@ impl Import {
     /// The public top-level type `name` (`Namespace.Type`) if it has a public constructor taking
     /// no arguments (`newobj` of it then never fails to resolve).
     pub(crate) fn constructible_type(&self, name: &str) -> Option<crate::emit::ConstructibleType> {
-        let wide: Vec<u16> = name.encode_utf16().chain(std::iter::once(0)).collect();
+        let name = wide(name);
         let mut type_def: mdTypeDef = 0;
-        call!(self.FindTypeDefByName(wide.as_ptr(), 0, &mut type_def)).ok()?;
+        call!(self.FindTypeDefByName(name.as_ptr(), 0, &mut type_def)).ok()?;
         let (mut flags, mut extends) = (0u32, 0u32);
         read_string(|cap, len, buf| call!(self.GetTypeDefProps(type_def, buf, cap, len, &mut flags, &mut extends)))
             .ok()?;
         if flags & tdVisibilityMask != tdPublic {
             return None;
         }
-        let ctor: Vec<u16> = ".ctor".encode_utf16().chain(std::iter::once(0)).collect();
+        let ctor = wide(".ctor");
         let sig = crate::emit::DEFAULT_CTOR_SIG;
         let mut method: mdMethodDef = 0;
         call!(self.FindMethod(type_def, ctor.as_ptr(), sig.as_ptr(), sig.len() as ULONG, &mut method)).ok()?;
-        let (mut class, mut attr, mut sig_ptr, mut sig_len, mut rva, mut impl_flags) =
-            (0u32, 0u32, std::ptr::null(), 0u32, 0u32, 0u32);
-        read_string(|cap, len, buf| {
-            call!(self.GetMethodProps(
-                method,
-                &mut class,
-                buf,
-                cap,
-                len,
-                &mut attr,
-                &mut sig_ptr,
-                &mut sig_len,
-                &mut rva,
-                &mut impl_flags
-            ))
-        })
-        .ok()?;
-        const MD_MEMBER_ACCESS_MASK: u32 = 0x0007;
-        const MD_PUBLIC: u32 = 0x0006;
-        (attr & MD_MEMBER_ACCESS_MASK == MD_PUBLIC).then_some(crate::emit::ConstructibleType { type_def, ctor: method })
+        let attr = self.method_props(method).ok()?.attr;
+        (attr & mdMemberAccessMask == mdPublic).then_some(crate::emit::ConstructibleType { type_def, ctor: method })
     }
 
     /// A TypeDef's name with its enclosing types: `Namespace.Outer+Inner`.

@@ -87,7 +87,7 @@ fn figures_by_path(profile: &Profile) -> HashMap<Path, (u64, u64, u64)> {
 
 /// Totals from self figures: children follow their parents, so walking backwards adds every
 /// child to its parent before the parent is added to its own.
-fn fill_totals(nodes: &mut [Node]) {
+pub(crate) fn fill_totals(nodes: &mut [Node]) {
     for n in nodes.iter_mut() {
         n.total_ns = n.self_ns;
         n.total_samples = n.self_samples;

@@ -89,23 +89,8 @@ impl Builder {
     }
 
     pub fn finish(mut self) -> Profile {
-        fill_totals(&mut self.profile.nodes);
+        crate::delta::fill_totals(&mut self.profile.nodes);
         self.profile
-    }
-}
-
-/// Walks backwards so that every child has added itself to its parent before the parent is read.
-fn fill_totals(nodes: &mut [Node]) {
-    for node in nodes.iter_mut() {
-        node.total_ns = node.self_ns;
-        node.total_samples = node.self_samples;
-    }
-    for i in (0..nodes.len()).rev() {
-        if let Some(p) = nodes[i].parent {
-            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
-            nodes[p as usize].total_ns += ns;
-            nodes[p as usize].total_samples += samples;
-        }
     }
 }
 

@@ -350,10 +350,7 @@ pub fn thrown() {
     let tid = gettid();
     let mut guard = state();
     let Some(state) = guard.as_mut() else { return };
-    if !state.tracks.iter().any(|(t, _)| *t == tid) {
-        return;
-    }
-    let track = state.track(tid);
+    let Some((_, track)) = state.tracks.iter_mut().find(|(t, _)| *t == tid) else { return };
     if let Some(fault) = track.pending.take() {
         track.in_flight = Some((fault, 0));
     } else if let Some((fault, nested)) = track.in_flight {
