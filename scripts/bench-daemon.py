@@ -39,6 +39,23 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def agent_threads_s(pid):
+    """CPU time of the agent's own threads in process `pid` (named `sonde-…`), in seconds, exact
+    (schedstat's nanoseconds); 0 once it is gone."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            if (task / "comm").read_text().startswith("sonde-"):
+                total += int((task / "schedstat").read_text().split()[0])
+        except OSError:
+            pass
+    return total / 1e9
+
+
 def one_round(dotnet, exe, n, warmup, window, daemon_cmd, env):
     daemon = None
     if daemon_cmd:
@@ -52,9 +69,11 @@ def one_round(dotnet, exe, n, warmup, window, daemon_cmd, env):
                                       text=True))
     time.sleep(warmup)
     start = [cpu_s(p.pid) for p in procs]
+    a0 = sum(agent_threads_s(p.pid) for p in procs)
     d0 = cpu_s(daemon.pid) if daemon else 0
     time.sleep(window)
     end = [cpu_s(p.pid) for p in procs]
+    a1 = sum(agent_threads_s(p.pid) for p in procs)
     d1 = cpu_s(daemon.pid) if daemon else 0
     rounds = 0
     for p in procs:
@@ -66,7 +85,7 @@ def one_round(dotnet, exe, n, warmup, window, daemon_cmd, env):
         daemon.terminate()
         daemon.communicate(timeout=60)
     used = sum(e - s for s, e in zip(start, end))
-    return used / window, rounds, (d1 - d0) / window, daemon_total
+    return used / window, rounds, (d1 - d0) / window, daemon_total, (a1 - a0) / window / n
 
 
 def main():
@@ -104,6 +123,9 @@ def main():
     print(f"overhead on the processes: {(prof - base) / base * 100:+.2f}% of their CPU;"
           f" work done {(med('daemon', 1) - med('none', 1)) / med('none', 1) * 100:+.2f}%")
     print(f"the daemon's CPU over a whole round (attaching included): {med('daemon', 3):.2f} s")
+    agent = med("daemon", 4)
+    print(f"the agent's threads in each process (exact, schedstat): {agent * 1000:.3f} ms/s,"
+          f" {agent * a.processes / base * 100:.2f}% of the processes' CPU without a profiler")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ use sonde_client::assemble::{RunFacts, assemble};
 use sonde_client::collector::{Agents, Session};
 use sonde_client::push::{Auth, Pusher, Series, Target};
 use sonde_profile::Profile;
-use sonde_render::Renderer;
 use sonde_render::fmt::Clean;
+use sonde_render::{PprofRenderer, PprofSeries, Renderer, has_series};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -131,25 +131,32 @@ impl Pushing {
             Some(earlier) => sonde_profile::delta::since(earlier, &profile),
             None => sonde_profile::delta::since(&empty_like(&profile), &profile),
         };
-        if interval.nodes.iter().all(|n| n.self_samples == 0) {
-            self.pushed.insert(pid, profile);
-            return;
+        let app = self.app_name(&profile);
+        for series in PprofSeries::PUSHED {
+            let empty = match series {
+                PprofSeries::Cpu => interval.nodes.iter().all(|n| n.self_samples == 0),
+                _ => !has_series(&interval, series),
+            };
+            if empty {
+                continue;
+            }
+            let mut pprof = Vec::new();
+            let renderer = PprofRenderer { series };
+            if let Err(e) = renderer.render(&interval, &mut pprof) {
+                crate::say!("sonde: push: cannot encode the profile of process {pid}: {}", Clean(&e.to_string()));
+                break;
+            }
+            let mut labels = vec![
+                ("__name__".to_string(), series.pyroscope_name().to_string()),
+                ("service_name".to_string(), app.clone()),
+            ];
+            labels.extend(self.tags.iter().cloned());
+            labels.push(("host.name".into(), self.host.clone()));
+            labels.push(("process.pid".into(), pid.to_string()));
+            labels.push(("process.runtime.name".into(), profile.run.runtime.kind.clone()));
+            labels.push(("process.runtime.version".into(), profile.run.runtime.version.clone()));
+            self.pusher.submit(Series { labels, pprof });
         }
-        let mut pprof = Vec::new();
-        if let Err(e) = sonde_render::PprofRenderer.render(&interval, &mut pprof) {
-            crate::say!("sonde: push: cannot encode the profile of process {pid}: {}", Clean(&e.to_string()));
-            return;
-        }
-        let mut labels = vec![
-            ("__name__".to_string(), "process_cpu".to_string()),
-            ("service_name".to_string(), self.app_name(&profile)),
-        ];
-        labels.extend(self.tags.iter().cloned());
-        labels.push(("host.name".into(), self.host.clone()));
-        labels.push(("process.pid".into(), pid.to_string()));
-        labels.push(("process.runtime.name".into(), profile.run.runtime.kind.clone()));
-        labels.push(("process.runtime.version".into(), profile.run.runtime.version.clone()));
-        self.pusher.submit(Series { labels, pprof });
         self.pushed.insert(pid, profile);
     }
 

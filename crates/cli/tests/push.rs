@@ -72,14 +72,20 @@ fn samples(decoded: &Value) -> u64 {
     decoded["totals"][k].as_u64().unwrap()
 }
 
-/// The files of the accepted pushes whose `service_name` is `app`.
+/// The files of the accepted pushes of CPU profiles whose `service_name` is `app`.
 fn pushed_files(server: &Server, app: &str) -> Vec<PathBuf> {
+    pushed_files_of(server, app, "process_cpu")
+}
+
+/// The files of the accepted pushes of profile type `name` (`__name__`) whose `service_name` is
+/// `app`.
+fn pushed_files_of(server: &Server, app: &str, name: &str) -> Vec<PathBuf> {
     server
         .requests()
         .iter()
         .filter(|r| r["accepted"] == true)
         .flat_map(|r| r["series"].as_array().unwrap().clone())
-        .filter(|s| s["labels"]["service_name"] == app)
+        .filter(|s| s["labels"]["service_name"] == app && s["labels"]["__name__"] == name)
         .flat_map(|s| s["samples"].as_array().unwrap().clone())
         .map(|s| server.dir.join(s["file"].as_str().unwrap()))
         .collect()
@@ -158,6 +164,51 @@ fn pushes_follow_grafanas_client_and_add_up_to_the_whole_profile() {
     }
     let hot = by_leaf.iter().max_by_key(|(_, n)| **n).map(|(l, _)| l.clone());
     assert_eq!(hot.as_deref(), Some("Acme.Busy.Mix"), "{by_leaf:?}");
+}
+
+/// The total of sample type `kind` (`exception/count`) in a decoded profile (0 without it).
+fn total(decoded: &Value, kind: &str) -> u64 {
+    let types = decoded["types"].as_array().unwrap();
+    types.iter().position(|t| t == kind).map_or(0, |k| decoded["totals"][k].as_u64().unwrap())
+}
+
+/// The runtime's events go as profile types of their own, named as Grafana's .NET profiler
+/// names them: `exception` (`exception/count`) and `memory` (`alloc_samples/count`,
+/// `alloc_size/bytes`), each with only its own sample types. Their intervals add up to what the
+/// whole profile has.
+#[test]
+fn events_are_pushed_as_profile_types_of_their_own() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &[]);
+    let file = dir.path().join("events.sonde");
+    let opts = ["--push", &server.url(), "--push-every", "1", "--app", "ev", "--events", "alloc,exceptions"];
+    let out = record(&file, &opts, &app_command("Events", &["2000"]));
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let whole = whole(&file);
+    assert!(total(&whole, "exceptions/count") >= 5000, "{whole}");
+    assert!(total(&whole, "alloc_space/bytes") > 0, "{whole}");
+
+    let thrown = decode(&pushed_files_of(&server, "ev", "exception"));
+    assert!(!thrown.is_empty(), "no exception profile: {:?}", server.requests());
+    for d in &thrown {
+        assert_eq!(d["types"], serde_json::json!(["exception/count"]), "{d}");
+    }
+    let pushed: u64 = thrown.iter().map(|d| total(d, "exception/count")).sum();
+    assert_eq!(pushed, total(&whole, "exceptions/count"), "the intervals add up to the whole");
+
+    let allocated = decode(&pushed_files_of(&server, "ev", "memory"));
+    assert!(!allocated.is_empty(), "no memory profile: {:?}", server.requests());
+    for d in &allocated {
+        assert_eq!(d["types"], serde_json::json!(["alloc_samples/count", "alloc_size/bytes"]), "{d}");
+    }
+    let pushed: u64 = allocated.iter().map(|d| total(d, "alloc_size/bytes")).sum();
+    assert_eq!(pushed, total(&whole, "alloc_space/bytes"), "the intervals add up to the whole");
+
+    // The CPU profiles keep their own two types; no lock profile without contention.
+    for d in decode(&pushed_files(&server, "ev")) {
+        assert_eq!(d["types"], serde_json::json!(["samples/count", "cpu/nanoseconds"]), "{d}");
+    }
+    assert!(pushed_files_of(&server, "ev", "lock").is_empty());
 }
 
 /// A server that is unavailable when the first profiles come (503, as from behind its load

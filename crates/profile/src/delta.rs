@@ -10,21 +10,32 @@
 
 use std::collections::HashMap;
 
-use crate::model::{Node, Profile};
+use crate::model::{Node, NodeEvents, Profile, RuntimeEvents};
 
 /// `newer` minus `earlier`: the same methods, threads and tree shape as `newer`, with each
 /// node's calls, self time and self samples reduced by what `earlier` had on the same path, and
-/// totals recomputed; its run starts where `earlier` ended and lasts the difference. The
-/// runtime's events, sources and coverage are left out (empty).
+/// totals recomputed, and each node's events (allocations, lock wait, exceptions thrown)
+/// reduced the same way; its run starts where `earlier` ended and lasts the difference. The
+/// runtime's other events, sources and coverage are left out (empty).
 pub fn since(earlier: &Profile, newer: &Profile) -> Profile {
     let before = figures_by_path(earlier);
     let paths = paths(newer);
+    let newer_events = events_by_node(newer);
+    let mut events = Vec::new();
     let mut nodes: Vec<Node> = newer
         .nodes
         .iter()
         .zip(&paths)
-        .map(|(n, path)| {
-            let (calls, self_ns, self_samples) = before.get(path).copied().unwrap_or_default();
+        .enumerate()
+        .map(|(id, (n, path))| {
+            let was = before.get(path);
+            let (calls, self_ns, self_samples) = was.map_or((0, 0, 0), |f| (f.calls, f.self_ns, f.self_samples));
+            if let Some(now) = newer_events.get(&(id as u32)) {
+                let gained = gained(now, was.map(|f| &f.events), id as u32);
+                if !gained.is_empty() {
+                    events.push(gained);
+                }
+            }
             Node {
                 calls: n.calls.saturating_sub(calls),
                 self_ns: n.self_ns.saturating_sub(self_ns),
@@ -48,11 +59,23 @@ pub fn since(earlier: &Profile, newer: &Profile) -> Profile {
         methods: newer.methods.clone(),
         threads: newer.threads.clone(),
         nodes,
-        events: Default::default(),
+        events: RuntimeEvents { nodes: events, ..Default::default() },
         sources: Default::default(),
         instantiations: newer.instantiations.clone(),
         framework: newer.framework.clone(),
         coverage: Default::default(),
+    }
+}
+
+/// What node `node` counted since: `now` minus what its path had before (none: all of it).
+fn gained(now: &NodeEvents, before: Option<&NodeEvents>, node: u32) -> NodeEvents {
+    let before = before.copied().unwrap_or_default();
+    NodeEvents {
+        node,
+        alloc_bytes: now.alloc_bytes.saturating_sub(before.alloc_bytes),
+        alloc_count: now.alloc_count.saturating_sub(before.alloc_count),
+        wait_ns: now.wait_ns.saturating_sub(before.wait_ns),
+        exceptions_thrown: now.exceptions_thrown.saturating_sub(before.exceptions_thrown),
     }
 }
 
@@ -74,13 +97,30 @@ fn paths(profile: &Profile) -> Vec<Path> {
     out
 }
 
-fn figures_by_path(profile: &Profile) -> HashMap<Path, (u64, u64, u64)> {
-    let mut out: HashMap<Path, (u64, u64, u64)> = HashMap::with_capacity(profile.nodes.len());
-    for (n, path) in profile.nodes.iter().zip(paths(profile)) {
-        let e = out.entry(path).or_default();
-        e.0 += n.calls;
-        e.1 += n.self_ns;
-        e.2 += n.self_samples;
+fn events_by_node(profile: &Profile) -> HashMap<u32, &NodeEvents> {
+    profile.events.nodes.iter().map(|e| (e.node, e)).collect()
+}
+
+/// A path's own figures, summed over the nodes that have it.
+#[derive(Default)]
+struct Figures {
+    calls: u64,
+    self_ns: u64,
+    self_samples: u64,
+    events: NodeEvents,
+}
+
+fn figures_by_path(profile: &Profile) -> HashMap<Path, Figures> {
+    let events = events_by_node(profile);
+    let mut out: HashMap<Path, Figures> = HashMap::with_capacity(profile.nodes.len());
+    for (id, (n, path)) in profile.nodes.iter().zip(paths(profile)).enumerate() {
+        let f = out.entry(path).or_default();
+        f.calls += n.calls;
+        f.self_ns += n.self_ns;
+        f.self_samples += n.self_samples;
+        if let Some(e) = events.get(&(id as u32)) {
+            f.events.add(e);
+        }
     }
     out
 }
@@ -128,6 +168,39 @@ mod tests {
         let selfs: Vec<u64> = d.nodes.iter().map(|n| n.self_samples).collect();
         assert_eq!(selfs, [1, 15, 4]);
         assert_eq!(d.nodes[0].total_samples, 20);
+        d.validate().unwrap();
+    }
+
+    #[test]
+    fn events_keep_what_each_path_gained() {
+        let events = |node, exceptions_thrown, alloc_bytes| NodeEvents {
+            node,
+            exceptions_thrown,
+            alloc_bytes,
+            alloc_count: alloc_bytes / 10,
+            wait_ns: 0,
+        };
+        let mut b = Builder::new();
+        let (main, work) = (b.method("Main"), b.method("Work"));
+        let t = b.thread();
+        let root = b.node(t, None, main, 1, 0, 2);
+        b.node(t, Some(root), work, 0, 0, 10);
+        let mut earlier = b.finish();
+        earlier.events.nodes = vec![events(1, 2, 0)];
+
+        // The same paths under other node ids (an idle branch came first this time).
+        let mut b = Builder::new();
+        let (main, work, idle) = (b.method("Main"), b.method("Work"), b.method("Idle"));
+        let t = b.thread();
+        let root = b.node(t, None, main, 1, 0, 3);
+        b.node(t, Some(root), idle, 0, 0, 4);
+        b.node(t, Some(root), work, 0, 0, 25);
+        let mut newer = b.finish();
+        newer.events.nodes = vec![events(0, 0, 500), events(2, 5, 0)];
+
+        let d = since(&earlier, &newer);
+        assert_eq!(d.events.nodes, [events(0, 0, 500), events(2, 3, 0)]);
+        assert!(since(&newer, &newer).events.nodes.is_empty(), "nothing gained since itself");
         d.validate().unwrap();
     }
 

@@ -45,7 +45,7 @@ pub use flamegraph::{FlamegraphRenderer, MAX_FLAMEGRAPH_STACK_BYTES};
 pub use html::HtmlRenderer;
 pub use json::{JsonRenderer, SCHEMA};
 pub use lcov::LcovRenderer;
-pub use pprof::{MAX_PPROF_LOCATION_IDS, PprofRenderer};
+pub use pprof::{MAX_PPROF_LOCATION_IDS, PprofRenderer, PprofSeries, has_series};
 pub use speedscope::SpeedscopeRenderer;
 pub use stacks::MAX_STACK_FRAMES;
 pub use text::TextRenderer;
@@ -144,7 +144,7 @@ pub fn renderer(format: Format) -> Box<dyn Renderer> {
         Format::Json => Box::new(JsonRenderer),
         Format::Html => Box::new(HtmlRenderer::default()),
         Format::Speedscope => Box::new(SpeedscopeRenderer),
-        Format::Pprof => Box::new(PprofRenderer),
+        Format::Pprof => Box::new(PprofRenderer::default()),
         Format::Collapsed => Box::new(CollapsedRenderer),
         Format::Flamegraph => Box::new(FlamegraphRenderer),
         Format::Chrome => Box::new(ChromeRenderer),

@@ -43,7 +43,7 @@ use std::io::{self, BufWriter, Write};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
-use sonde_profile::{AllocSampling, CallTree, Mode, Profile};
+use sonde_profile::{AllocSampling, CallTree, Mode, NodeEvents, Profile};
 
 use crate::Renderer;
 use crate::fmt::command_line;
@@ -55,9 +55,68 @@ use crate::stacks::{MAX_STACK_FRAMES, Stack, cut_frame_name, subtree, thread_id,
 /// near it.
 pub const MAX_PPROF_LOCATION_IDS: u64 = 100_000_000;
 
-/// Renders gzip-compressed `profile.proto`.
+/// Renders gzip-compressed `profile.proto`: every sample type the profile has, or one
+/// [`PprofSeries`] alone.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PprofRenderer;
+pub struct PprofRenderer {
+    pub series: PprofSeries,
+}
+
+/// What one pprof carries. `All` is `--format pprof`: the time and every event column, under Go's
+/// names. The others are the profile types a continuous profiler pushes apart (`sonde record
+/// --push`), named as Grafana's own .NET profiler names them, so that Pyroscope and Grafana
+/// show them as they show its profiles: `process_cpu` (`samples/count`, `cpu/nanoseconds`),
+/// `memory` (`alloc_samples/count`, `alloc_size/bytes`), `lock` (`lock_time/nanoseconds`: the
+/// runtime reports how long a contended lock was waited for, not a count per stack) and
+/// `exception` (`exception/count`, thrown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PprofSeries {
+    #[default]
+    All,
+    Cpu,
+    Allocations,
+    Contention,
+    Exceptions,
+}
+
+impl PprofSeries {
+    /// The series pushed apart, CPU first.
+    pub const PUSHED: [PprofSeries; 4] =
+        [PprofSeries::Cpu, PprofSeries::Allocations, PprofSeries::Contention, PprofSeries::Exceptions];
+
+    /// The profile's name in Pyroscope (its `__name__` label).
+    pub fn pyroscope_name(self) -> &'static str {
+        match self {
+            PprofSeries::All | PprofSeries::Cpu => "process_cpu",
+            PprofSeries::Allocations => "memory",
+            PprofSeries::Contention => "lock",
+            PprofSeries::Exceptions => "exception",
+        }
+    }
+
+    /// The columns of [`Values`] this series carries, with their sample types, and the period type.
+    fn columns(self, mode: Mode) -> Columns {
+        let time = match mode {
+            Mode::Sampling => vec![(0, "samples", "count"), (1, "cpu", "nanoseconds")],
+            Mode::Tracing | Mode::Coverage => vec![(0, "calls", "count"), (1, "wall", "nanoseconds")],
+        };
+        let period = match mode {
+            Mode::Sampling => ("cpu", "nanoseconds"),
+            // Tracing sees every call: one call per count.
+            Mode::Tracing | Mode::Coverage => ("calls", "count"),
+        };
+        let (columns, period) = match self {
+            PprofSeries::All => (time.into_iter().chain(EVENT_TYPES).collect(), period),
+            PprofSeries::Cpu => (time, period),
+            PprofSeries::Allocations => {
+                (vec![(2, "alloc_samples", "count"), (3, "alloc_size", "bytes")], ("space", "bytes"))
+            }
+            PprofSeries::Contention => (vec![(4, "lock_time", "nanoseconds")], period),
+            PprofSeries::Exceptions => (vec![(5, "exception", "count")], period),
+        };
+        Columns { columns, period }
+    }
+}
 
 /// `perftools.profiles.Profile`, fields as numbered in `profile.proto`.
 #[derive(Clone, PartialEq, Message)]
@@ -181,7 +240,7 @@ impl Renderer for PprofRenderer {
         let tree = CallTree::new(profile);
         // Counted before a byte is written, so that a refusal leaves no partial file.
         let (mut location_ids, mut cut) = (0u64, false);
-        let columns = Columns::of(profile);
+        let columns = Columns::of(profile, self.series);
         for_each_sample(profile, &tree, |node, value, stack, cut_frames| {
             // A sample split by line repeats its stack once per line.
             let copies = if cut_frames.is_none() { 1 + line_split(profile, node, &value).len() as u64 } else { 1 };
@@ -193,30 +252,19 @@ impl Renderer for PprofRenderer {
             return Err(too_large("pprof", location_ids, MAX_PPROF_LOCATION_IDS, "location ids"));
         }
         let mut strings = Strings::new();
-        let mut header = ProfileProto::default();
-        match run.mode {
-            Mode::Sampling => {
-                header.sample_type =
-                    vec![strings.value_type("samples", "count"), strings.value_type("cpu", "nanoseconds")];
-                header.period_type = Some(strings.value_type("cpu", "nanoseconds"));
-                header.period = int(run.sample_interval_ns);
-                header.default_sample_type = strings.intern("cpu");
-            }
-            Mode::Tracing | Mode::Coverage => {
-                header.sample_type =
-                    vec![strings.value_type("calls", "count"), strings.value_type("wall", "nanoseconds")];
-                // Tracing sees every call: one call per count.
-                header.period_type = Some(strings.value_type("calls", "count"));
-                header.period = 1;
-                header.default_sample_type = strings.intern("wall");
-            }
-        }
-        // The runtime's events, each as a sample type of its own where the profile has any.
-        for &(column, r#type, unit) in &EVENT_TYPES {
-            if columns.has(column) {
-                header.sample_type.push(strings.value_type(r#type, unit));
-            }
-        }
+        // The time where there is one, else the series' last value (its size, or its count).
+        let default = columns.columns.get(1).or(columns.columns.last()).map_or("", |c| c.1);
+        let mut header = ProfileProto {
+            sample_type: columns.columns.iter().map(|&(_, r#type, unit)| strings.value_type(r#type, unit)).collect(),
+            period_type: Some(strings.value_type(columns.period.0, columns.period.1)),
+            period: match (self.series, run.mode) {
+                (PprofSeries::Allocations, _) => 0,
+                (_, Mode::Sampling) => int(run.sample_interval_ns),
+                (_, Mode::Tracing | Mode::Coverage) => 1,
+            },
+            default_sample_type: strings.intern(default),
+            ..ProfileProto::default()
+        };
         header.time_nanos = int(run.started_unix_ms.saturating_mul(1_000_000));
         header.duration_nanos = int(run.wall_ns);
         let mode = match run.timing {
@@ -284,10 +332,16 @@ impl Renderer for PprofRenderer {
                     for (r, v) in rest.iter_mut().zip(values) {
                         *r -= v;
                     }
-                    part.sample.push(Sample { location_id: ids, value: columns.values(&values), label: label.clone() });
+                    if columns.any(&values) {
+                        part.sample.push(Sample {
+                            location_id: ids,
+                            value: columns.values(&values),
+                            label: label.clone(),
+                        });
+                    }
                 }
             }
-            if rest != ZERO {
+            if columns.any(&rest) {
                 part.sample.push(Sample { location_id, value: columns.values(&rest), label });
             }
             if part.sample.len() >= BATCH {
@@ -369,7 +423,7 @@ fn for_each_sample(
             Mode::Tracing | Mode::Coverage => [node.calls, node.self_ns],
         };
         let e = profile.events.node(id).copied().unwrap_or_default();
-        [count, time, e.alloc_count, e.alloc_bytes, e.wait_ns, e.exceptions_thrown]
+        values_of(count, time, &e)
     };
     walk(profile, tree, tree.roots(), |stack| match stack {
         Stack::Whole { node, methods } => {
@@ -432,28 +486,55 @@ const EVENT_TYPES: [(usize, &str, &str); 4] = [
     (5, "exceptions", "count"),
 ];
 
-/// Which columns of [`Values`] a profile's samples carry: count and time always, an event
-/// column when the profile has any of it.
-struct Columns(Vec<usize>);
+/// Which columns of [`Values`] a profile's samples carry, with their sample types, and the period
+/// type: for [`PprofSeries::All`], count and time always and an event column when the profile has
+/// any of it; for one series, its own.
+struct Columns {
+    /// (column, sample type, unit)
+    columns: Vec<(usize, &'static str, &'static str)>,
+    /// (type, unit)
+    period: (&'static str, &'static str),
+}
 
 impl Columns {
-    fn of(profile: &Profile) -> Columns {
-        let events = &profile.events;
-        let alloc = events.allocations.sampling != AllocSampling::Off || events.nodes.iter().any(|e| e.alloc_bytes > 0);
-        let wait = events.nodes.iter().any(|e| e.wait_ns > 0);
-        let thrown = events.nodes.iter().any(|e| e.exceptions_thrown > 0);
-        let mut columns = vec![0, 1];
-        columns.extend([(alloc, 2), (alloc, 3), (wait, 4), (thrown, 5)].into_iter().filter(|c| c.0).map(|c| c.1));
-        Columns(columns)
-    }
-
-    fn has(&self, column: usize) -> bool {
-        self.0.contains(&column)
+    fn of(profile: &Profile, series: PprofSeries) -> Columns {
+        let mut columns = series.columns(profile.run.mode);
+        if series == PprofSeries::All {
+            let events = &profile.events;
+            let alloc =
+                events.allocations.sampling != AllocSampling::Off || events.nodes.iter().any(|e| e.alloc_bytes > 0);
+            let wait = events.nodes.iter().any(|e| e.wait_ns > 0);
+            let thrown = events.nodes.iter().any(|e| e.exceptions_thrown > 0);
+            columns.columns.retain(|&(c, _, _)| match c {
+                2 | 3 => alloc,
+                4 => wait,
+                5 => thrown,
+                _ => true,
+            });
+        }
+        columns
     }
 
     fn values(&self, values: &Values) -> Vec<i64> {
-        self.0.iter().map(|&c| int(values[c])).collect()
+        self.columns.iter().map(|&(c, _, _)| int(values[c])).collect()
     }
+
+    /// A sample with these values has something to say in this pprof.
+    fn any(&self, values: &Values) -> bool {
+        self.columns.iter().any(|&(c, _, _)| values[c] != 0)
+    }
+}
+
+/// Whether `profile` has anything for `series` (CPU: always).
+pub fn has_series(profile: &Profile, series: PprofSeries) -> bool {
+    let columns = series.columns(profile.run.mode);
+    matches!(series, PprofSeries::All | PprofSeries::Cpu)
+        || profile.events.nodes.iter().any(|e| columns.any(&values_of(0, 0, e)))
+}
+
+/// A node's [`Values`]: its count and time, then its events.
+fn values_of(count: u64, time: u64, e: &NodeEvents) -> Values {
+    [count, time, e.alloc_count, e.alloc_bytes, e.wait_ns, e.exceptions_thrown]
 }
 
 /// `profile.proto` counts in `int64`.

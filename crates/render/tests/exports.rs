@@ -94,6 +94,59 @@ fn pprof_keeps_every_node_with_values_and_the_thread() {
     assert_eq!(decoded.sample.iter().map(|s| s.value[0]).sum::<i64>() as u64, self_weight_sum(&profile));
 }
 
+/// One series alone (what `sonde record --push` sends as a profile type of its own): only its
+/// sample types, named as Grafana's .NET profiler names them, and only the samples with a value
+/// of that series, which add up to the node events.
+#[test]
+fn a_pprof_series_carries_only_its_own_types_and_samples() {
+    use sonde_profile::NodeEvents;
+    use sonde_render::{PprofRenderer, PprofSeries, Renderer, has_series};
+    let mut profile = profiles::sampling();
+    let event = |node, exceptions_thrown, alloc_bytes| NodeEvents {
+        node,
+        exceptions_thrown,
+        alloc_bytes,
+        alloc_count: alloc_bytes / 8,
+        wait_ns: 0,
+    };
+    profile.events.nodes = vec![event(1, 3, 0), event(2, 4, 800)];
+    let types = |d: &pprof_text::Profile| -> Vec<String> {
+        d.sample_type.iter().map(|t| format!("{}/{}", d.str(t.r#type), d.str(t.unit))).collect()
+    };
+    let pprof = |series| {
+        let mut out = Vec::new();
+        PprofRenderer { series }.render(&profile, &mut out).unwrap();
+        pprof_text::decode(&out)
+    };
+
+    let thrown = pprof(PprofSeries::Exceptions);
+    assert_eq!(types(&thrown), ["exception/count"]);
+    assert_eq!(thrown.sample.iter().map(|s| s.value[0]).collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(thrown.str(thrown.default_sample_type), "exception");
+
+    let allocated = pprof(PprofSeries::Allocations);
+    assert_eq!(types(&allocated), ["alloc_samples/count", "alloc_size/bytes"]);
+    assert_eq!(allocated.sample.len(), 1);
+    assert_eq!(allocated.sample[0].value, [100, 800]);
+    assert_eq!(allocated.str(allocated.period_type.as_ref().unwrap().r#type), "space");
+
+    let cpu = pprof(PprofSeries::Cpu);
+    assert_eq!(types(&cpu), ["samples/count", "cpu/nanoseconds"]);
+    assert_eq!(cpu.sample.iter().map(|s| s.value[0]).sum::<i64>() as u64, self_weight_sum(&profile));
+
+    assert!(!has_series(&profile, PprofSeries::Contention), "no lock wait");
+    assert!(pprof(PprofSeries::Contention).sample.is_empty());
+    assert!(
+        [PprofSeries::Cpu, PprofSeries::Allocations, PprofSeries::Exceptions].iter().all(|&s| has_series(&profile, s))
+    );
+    // `--format pprof` keeps all of them under Go's names.
+    let all = pprof_text::decode(&render(Format::Pprof, &profile));
+    assert_eq!(
+        types(&all),
+        ["samples/count", "cpu/nanoseconds", "alloc_objects/count", "alloc_space/bytes", "exceptions/count"]
+    );
+}
+
 #[test]
 fn pprof_estimates_cpu_time_from_samples_when_the_profile_has_none() {
     let mut profile = profiles::sampling();

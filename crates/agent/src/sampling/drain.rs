@@ -4,6 +4,7 @@
 
 use super::async_stacks;
 use super::common::{COUNTERS, interval};
+use super::doorbell::{self, Doorbell};
 use super::ring::{self, CONTEXT_SHIFT, FLAG_TRUNCATED};
 use super::slots;
 use crate::tree::threads;
@@ -58,20 +59,35 @@ static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
 /// Held while samples or walks go into the trees.
 static DRAINING: Mutex<()> = Mutex::new(());
 
+/// Rung when a ring is half full, and to stop.
+static WAKE: Doorbell = Doorbell::new();
+
+/// Wakes the drain thread now (a ring is half full). Async-signal-safe.
+pub(super) fn wake() {
+    WAKE.ring();
+}
+
 /// Installs the resolver and starts the drain thread, which first runs `block_signals` (the
 /// sampler's: an agent thread is never sampled).
 pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
+    WAKE.open();
     let thread = std::thread::Builder::new().name("sonde-drain".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         block_signals();
-        // Every eight intervals, at least every 100 ms and at most every 20: a thread's ring
-        // (room for four full-depth samples, dozens of usual ones) holds the eight samples a
-        // busy thread takes meanwhile, and at low rates (`sonde daemon`'s 97 Hz) the drain wakes
-        // 12 times a second instead of 50 — its wake-ups cost more than the samples there.
-        let period = (super::common::interval() * 8).clamp(Duration::from_millis(20), Duration::from_millis(100));
+        // Every eight intervals, at least every 100 ms and at most every 20 — and whenever a
+        // ring is half full (a thread's ring holds dozens of full-depth samples, hundreds of
+        // usual ones): the handler rings [`wake`]. At low rates (`sonde daemon`'s 97 Hz) once a
+        // second, plus those rings: its wake-ups cost more than the samples there, and every
+        // snapshot drains first anyway.
+        let interval = super::common::interval();
+        let period = if doorbell::low_rate(interval) {
+            doorbell::LOW_RATE_PERIOD
+        } else {
+            (interval * 8).clamp(Duration::from_millis(20), Duration::from_millis(100))
+        };
         while !super::common::STOPPED.load(std::sync::atomic::Ordering::Relaxed) {
-            std::thread::sleep(period);
+            WAKE.wait(period);
             drain();
         }
     })?;
@@ -85,6 +101,7 @@ static DRAIN: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 /// Ends the drain thread (after `sampling::stop` set `STOPPED`).
 pub(super) fn stop() {
     if let Some(thread) = DRAIN.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        WAKE.ring();
         let _ = thread.join();
     }
 }

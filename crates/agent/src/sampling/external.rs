@@ -99,7 +99,9 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
     if periods > 1 {
         COUNTERS.deferred.fetch_add(periods - 1, Relaxed);
     }
-    writer.commit(periods, 0, flags);
+    if writer.commit(periods, 0, flags) {
+        super::drain::wake();
+    }
 }
 
 /// Turns clock time into whole periods: `carry + elapsed` rounded to the nearest number of

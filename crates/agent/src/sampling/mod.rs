@@ -15,6 +15,7 @@
 
 pub mod async_stacks;
 mod common;
+mod doorbell;
 pub mod drain;
 pub mod external;
 pub mod lines;

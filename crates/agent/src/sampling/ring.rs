@@ -103,12 +103,16 @@ impl Writer<'_> {
     }
 
     /// Publishes the sample: it stands for `periods` intervals, and the thread was off the CPU
-    /// for `before` intervals since its previous sample.
-    pub fn commit(self, periods: u64, before: u64, flags: u64) {
+    /// for `before` intervals since its previous sample. True when the ring is now at least half
+    /// full: time to wake the drain.
+    #[must_use]
+    pub fn commit(self, periods: u64, before: u64, flags: u64) -> bool {
         self.ring.slot(self.start).store((self.frames << 32) | flags, Relaxed);
         self.ring.slot(self.start + 1).store(periods, Relaxed);
         self.ring.slot(self.start + 2).store(before, Relaxed);
-        self.ring.head.store(self.start + HEADER as u64 + self.frames, Release);
+        let head = self.start + HEADER as u64 + self.frames;
+        self.ring.head.store(head, Release);
+        2 * (head - self.ring.tail.load(Relaxed)) > self.ring.mask
     }
 }
 
@@ -125,8 +129,10 @@ mod tests {
             for f in 0..3 {
                 w.push(written * 10 + f);
             }
-            w.commit(1 + written, written, 0);
+            let half = w.commit(1 + written, written, 0);
             written += 1;
+            let used = written as usize * (3 + HEADER);
+            assert_eq!(half, 2 * used >= capacity, "{used} of {capacity} words used");
         }
         assert!(written as usize >= capacity / (MAX_FRAMES + HEADER));
         assert_eq!(ring.dropped.load(Relaxed), 1);
@@ -138,7 +144,7 @@ mod tests {
         for round in 0..3 * written {
             let mut w = ring.begin().expect("space after draining");
             w.push(round);
-            w.commit(1, 0, FLAG_TRUNCATED);
+            let _ = w.commit(1, 0, FLAG_TRUNCATED);
             let mut got = None;
             ring.drain(|frames, _, _, flags| got = Some((frames[0], flags)));
             assert_eq!(got, Some((round, FLAG_TRUNCATED)));
@@ -153,7 +159,7 @@ mod tests {
             w.push(f);
         }
         assert!(w.is_full());
-        w.commit(1, 0, FLAG_TRUNCATED);
+        let _ = w.commit(1, 0, FLAG_TRUNCATED);
         ring.drain(|frames, _, _, flags| {
             assert_eq!(frames.len(), MAX_FRAMES);
             assert_eq!(flags, FLAG_TRUNCATED);

@@ -423,12 +423,15 @@ fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u6
     if low <= sp && sp < high {
         walk(&mut writer, &mut flags, ip, sp, fp, high);
     } else if high == 0 {
-        // Limits not known yet: the sampler thread looks this stack pointer up (`maps`).
+        // Limits not known yet: the sampler thread looks this stack pointer up (`maps`), now.
         state.seen_sp.store(sp as u64, Relaxed);
+        super::wake_sampler();
     }
     // The async context the thread runs in (`async_stacks`), in the flags above the truncation bit.
     flags |= u64::from(slot.async_context.load(Relaxed)) << CONTEXT_SHIFT;
-    writer.commit(periods, before, flags);
+    if writer.commit(periods, before, flags) {
+        super::super::drain::wake();
+    }
 }
 
 /// Pushes the return addresses of the stack interrupted at `ip` (stack pointer `sp`, frame

@@ -25,6 +25,7 @@ mod timers;
 pub use handler::{block_on_this_thread, walk_this_thread, walk_this_thread_until};
 
 use super::common::{COUNTERS, Clock, STOPPED, Sampler, configure, notice, thread_cpu_ns};
+use super::doorbell::{self, Doorbell};
 use super::drain::{self, FrameResolver};
 use super::slots;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
@@ -138,6 +139,8 @@ pub(super) fn activated(index: usize, tid: u32) {
     if let Some(timer) = timers::Timer::start(tid, INTERVAL_NS.load(Relaxed), signal, token) {
         state.timer_generation.store(generation, Release);
         state.timer.store(timer.into_raw(), Release);
+    } else {
+        wake_sampler(); // it looks at the thread every interval from now on
     }
 }
 
@@ -172,7 +175,8 @@ static SAMPLER: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> = std::syn
 pub(super) fn stop() {
     TIMERS.store(false, Relaxed); // a thread registered from now on gets no timer
     if let Some(sampler) = SAMPLER.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        let _ = sampler.join(); // it sees `STOPPED` within a tick or a housekeeping period
+        WAKE.ring();
+        let _ = sampler.join(); // it sees `STOPPED` within a tick, or now if keeping house
     }
     let timers: Vec<libc::c_int> = (0..slots::used().len())
         .filter_map(|index| Some(state(index)?.timer.swap(-1, AcqRel)).filter(|&fd| fd >= 0))
@@ -207,6 +211,7 @@ pub fn start(
         );
         TIMERS.store(available, Relaxed);
     }
+    WAKE.open();
     let sampler = std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         handler::block_on_this_thread();
@@ -241,8 +246,18 @@ const PENDING_LIMIT: Duration = Duration::from_millis(200);
 const CHECK_EVERY: u64 = 16;
 
 /// How often the sampler thread wakes when every sampled thread has its own timer: to see ended
-/// threads, waiting ones and the handler's health, not to sample.
+/// threads, waiting ones and the handler's health, not to sample. At low rates, once a second
+/// ([`doorbell::LOW_RATE_PERIOD`]).
 const HOUSEKEEPING: Duration = Duration::from_millis(10);
+
+/// Rung by a handler that found a stack not looked up yet ([`find_unknown_stacks`]), by a
+/// thread whose timer could not start, and to stop.
+static WAKE: Doorbell = Doorbell::new();
+
+/// Wakes the sampler thread if it is keeping house. Async-signal-safe.
+fn wake_sampler() {
+    WAKE.ring();
+}
 
 /// The sampler thread: every interval, decides which threads to sample and signals them; with
 /// every thread on its own timer, only every [`HOUSEKEEPING`] period.
@@ -267,7 +282,14 @@ fn run_sampler(interval: Duration, clock: Clock) {
         // Absolute deadlines: the rate does not drift with the loop's own cost.
         deadline += step;
         if let Some(wait) = deadline.checked_duration_since(std::time::Instant::now()) {
-            std::thread::sleep(wait);
+            if step > interval {
+                // Keeping house: a doorbell may cut the wait short (no tick is due).
+                if WAKE.wait(wait) {
+                    deadline = std::time::Instant::now();
+                }
+            } else {
+                std::thread::sleep(wait);
+            }
         } else {
             // Starved (a busy machine): skip the missed ticks; wall weights use elapsed time.
             deadline = std::time::Instant::now();
@@ -275,7 +297,7 @@ fn run_sampler(interval: Duration, clock: Clock) {
         let now_ns = start.elapsed().as_nanos() as u64;
         let wall_periods = ((now_ns - last_wall_ns) / interval_ns).max(1);
         last_wall_ns = now_ns;
-        let housekeeping = step >= HOUSEKEEPING;
+        let housekeeping = step > interval || step >= HOUSEKEEPING;
         let check = housekeeping || tick.is_multiple_of(CHECK_EVERY);
         if !stopped {
             stopped = check_handler(check);
@@ -375,13 +397,19 @@ fn run_sampler(interval: Duration, clock: Clock) {
                 slots::ended(index, generation);
             }
         }
-        // A thread not looked at in housekeeping mode may have registered meanwhile without a
-        // timer: the next pass (at most one housekeeping period later) sees it.
-        // Housekeeping every eight intervals at low rates (`sonde daemon`'s 97 Hz: 12 wake-ups a
-        // second instead of 97), every 10 ms at high ones: a program that takes the sampling
-        // signal over gets at most about ten intervals' worth of stray signals per thread, as
-        // at 1 kHz.
-        step = if looked_at || !TIMERS.load(Relaxed) { interval } else { HOUSEKEEPING.max(interval * 8) };
+        // A thread registered meanwhile without a timer rings the doorbell: the next pass sees
+        // it. Housekeeping every 10 ms (or eight intervals) at high rates; at low ones
+        // (`sonde daemon`'s 97 Hz) once a second: a wake-up costs more than the samples there.
+        // (A program that takes the sampling signal over gets at most one stray signal per
+        // thread whatever the period: each timer is armed for one overflow at a time and only
+        // our handler re-arms it.)
+        step = if looked_at || !TIMERS.load(Relaxed) {
+            interval
+        } else if doorbell::low_rate(interval) {
+            doorbell::LOW_RATE_PERIOD
+        } else {
+            HOUSEKEEPING.max(interval * 8)
+        };
     }
 }
 
