@@ -10,7 +10,7 @@ use super::slots;
 use crate::tree::threads;
 use sonde_profile::NodeEvents;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Duration;
 
 /// A resolved stack frame.
@@ -67,6 +67,20 @@ pub(super) fn wake() {
     WAKE.ring();
 }
 
+/// Set while the sampler thread drains at each of its passes (low rates, every thread on its
+/// own timer: one wake-up a second for both); the drain thread then only answers its doorbell.
+static SAMPLER_DRAINS: AtomicBool = AtomicBool::new(false);
+
+/// How long the drain thread sleeps, unrung, while the sampler drains.
+const ANSWER_ONLY: Duration = Duration::from_secs(60);
+
+/// The sampler thread drains at each pass from now on (`true`), or no longer.
+pub(super) fn sampler_drains(drains: bool) {
+    if SAMPLER_DRAINS.swap(drains, Relaxed) && !drains {
+        WAKE.ring(); // back to its own period now
+    }
+}
+
 /// Installs the resolver and starts the drain thread, which first runs `block_signals` (the
 /// sampler's: an agent thread is never sampled).
 pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> std::io::Result<()> {
@@ -78,16 +92,17 @@ pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> st
         // Every eight intervals, at least every 100 ms and at most every 20 — and whenever a
         // ring is half full (a thread's ring holds dozens of full-depth samples, hundreds of
         // usual ones): the handler rings [`wake`]. At low rates (`sonde daemon`'s 97 Hz) once a
-        // second, plus those rings: its wake-ups cost more than the samples there, and every
-        // snapshot drains first anyway.
+        // second, plus those rings — or only those rings while the sampler thread drains at its
+        // own once-a-second pass ([`sampler_drains`]): wake-ups cost more than the samples there,
+        // and every snapshot drains first anyway.
         let interval = super::common::interval();
         let period = if doorbell::low_rate(interval) {
             doorbell::LOW_RATE_PERIOD
         } else {
             (interval * 8).clamp(Duration::from_millis(20), Duration::from_millis(100))
         };
-        while !super::common::STOPPED.load(std::sync::atomic::Ordering::Relaxed) {
-            WAKE.wait(period);
+        while !super::common::STOPPED.load(Relaxed) {
+            WAKE.wait(if SAMPLER_DRAINS.load(Relaxed) { ANSWER_ONLY } else { period });
             drain();
         }
     })?;

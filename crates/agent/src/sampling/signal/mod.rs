@@ -410,6 +410,13 @@ fn run_sampler(interval: Duration, clock: Clock) {
         } else {
             HOUSEKEEPING.max(interval * 8)
         };
+        // At low rates, one wake-up a second for both threads: the drain's too (its doorbell
+        // still wakes it for a ring half full).
+        let drains = step == doorbell::LOW_RATE_PERIOD;
+        drain::sampler_drains(drains);
+        if drains {
+            drain::drain();
+        }
     }
 }
 
