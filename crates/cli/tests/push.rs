@@ -415,3 +415,56 @@ fn the_daemon_follows_processes_as_they_come_and_go() {
     let gone = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
     assert_eq!(gone.code(), 1, "{}", gone.describe());
 }
+
+/// Twenty service-like processes (Steady.exe: 5 ms of work every 100 ms) under one daemon: each
+/// is found, attached to and pushed under its own name; `--status` counts them; SIGTERM
+/// detaches from all twenty, which run on.
+#[test]
+fn the_daemon_profiles_twenty_processes() {
+    const N: usize = 20;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let server = Server::start(&dir.path().join("server"), &[]);
+    let names: Vec<String> = (0..N).map(|i| format!("dtwenty-{i:02}")).collect();
+    let services: Vec<Running> = names
+        .iter()
+        .map(|name| {
+            let args = [app("Steady").into_os_string(), "600".into(), "5".into(), "100".into()];
+            Running::spawn_with_env(dotnet(), &args, &[("SONDE_APP", OsString::from(name))])
+        })
+        .collect();
+    let url = server.url();
+    let args: Vec<OsString> =
+        ["daemon", "--push", &url, "--push-every", "2", "--include", "dtwenty-*"].iter().map(OsString::from).collect();
+    let daemon = Running::spawn(sonde(), &args);
+    let pushed = || -> std::collections::BTreeSet<String> {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r["accepted"] == true)
+            .filter_map(|r| r["series"][0]["labels"]["service_name"].as_str().map(str::to_string))
+            .collect()
+    };
+    // Generous: twenty runtimes start and are attached to on two cores, beside other tests.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while pushed().len() < N {
+        assert!(Instant::now() < deadline, "not all pushed: {:?} of {names:?}", pushed());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(pushed().into_iter().collect::<Vec<_>>(), names);
+    let status = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
+    assert_eq!(status.code(), 0, "{}", status.describe());
+    assert!(status.stdout_str().contains(&format!("processes  {N}\n")), "{}", status.describe());
+    for name in &names {
+        assert!(status.stdout_str().contains(name.as_str()), "{name} in:\n{}", status.describe());
+    }
+    kill_group(daemon.pid(), libc::SIGTERM);
+    let out = daemon.wait(DEADLINE);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(out.stderr_str().contains(&format!("detaching from {N} processes")), "{}", out.describe());
+    assert!(server.requests().iter().all(|r| r["accepted"] == true));
+    for service in &services {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", service.pid())).unwrap_or_default();
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        assert!(matches!(state, Some(s) if s != "Z"), "a profiled process ended ({stat}):\n{}", out.describe());
+    }
+}
