@@ -308,6 +308,9 @@ impl Renderer for PprofRenderer {
         // (method, line) → location id, for samples split by the line of their innermost frame.
         let mut line_locations: HashMap<(u32, u32), u64> = HashMap::new();
         for_each_sample(profile, &tree, |node, value, stack, cut_frames| {
+            if !columns.any(&value) {
+                return Ok(()); // nothing for this pprof's series
+            }
             for &m in stack {
                 used[m as usize] = true;
             }

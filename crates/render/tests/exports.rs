@@ -121,6 +121,10 @@ fn a_pprof_series_carries_only_its_own_types_and_samples() {
 
     let thrown = pprof(PprofSeries::Exceptions);
     assert_eq!(types(&thrown), ["exception/count"]);
+    let stacks: std::collections::BTreeSet<u64> =
+        thrown.sample.iter().flat_map(|s| s.location_id.iter().copied()).collect();
+    let locations: std::collections::BTreeSet<u64> = thrown.location.iter().map(|l| l.id).collect();
+    assert_eq!(locations, stacks, "only the locations its samples use");
     assert_eq!(thrown.sample.iter().map(|s| s.value[0]).collect::<Vec<_>>(), [3, 4]);
     assert_eq!(thrown.str(thrown.default_sample_type), "exception");
 

@@ -35,15 +35,21 @@ impl Doorbell {
     }
 
     /// Wakes the sleeper (at once if it is awake: its next wait returns). Async-signal-safe: an
-    /// atomic swap and at most one `write`; `errno` is the caller's to keep.
+    /// atomic swap and at most one `write`, and the interrupted code's `errno` is kept (a
+    /// runtime's signal handler may call this without saving it).
     pub fn ring(&self) {
         let fd = self.fd.load(Acquire);
         if fd < 0 || self.rung.swap(true, AcqRel) {
             return;
         }
         let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a local to our own non-blocking eventfd.
-        unsafe { libc::write(fd, (&raw const one).cast(), 8) };
+        // SAFETY: errno is this thread's; writes 8 bytes from a local to our own non-blocking
+        // eventfd; errno restored.
+        unsafe {
+            let errno = *libc::__errno_location();
+            libc::write(fd, (&raw const one).cast(), 8);
+            *libc::__errno_location() = errno;
+        }
     }
 
     /// Sleeps until rung or `timeout` passes; true when rung. What the ringer saw before ringing
