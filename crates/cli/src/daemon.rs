@@ -66,6 +66,7 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
         return status();
     }
     let url = args.push.as_deref().context("sonde daemon needs --push URL (or --status)")?;
+    let _only = only_daemon()?;
     // Profiles wait for the server per process, up to the usual 60 each.
     let mut pushing = crate::push::to(url, None, &args.labels, crate::push::QUEUE * 4)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -87,6 +88,7 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
     // diagnostics socket yet, so it is tried again at the next scans before it is given up.
     let mut tries: HashMap<u32, u32> = HashMap::new();
     let mut last_scan: Option<Instant> = None;
+    write_status(&status_file, &status_of(started, url, args.rate, &tracked, &pushing, &refused));
     crate::say!(
         "sonde: daemon {}: profiling .NET processes at {} Hz, pushing to {}",
         std::process::id(),
@@ -220,6 +222,32 @@ fn app_of(pid: u32) -> String {
         return app.to_string();
     }
     crate::push::app_of_command(&list("cmdline")).unwrap_or_else(|| format!("pid-{pid}"))
+}
+
+/// One daemon per user at a time: a second one would attach to the same processes again (each
+/// takes only a few attaches in its lifetime) and overwrite the first's status. The lock
+/// (`daemon.lock` in the user's private registry directory) is held until the daemon exits.
+fn only_daemon() -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = sonde_client::control::registry().context("cannot open the private registry directory")?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join("daemon.lock"))
+        .context("cannot open the daemon's lock file")?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let running = std::fs::read(dir.join("daemon.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Status>(&b).ok())
+                .map_or(String::new(), |s| format!(" (pid {})", s.pid));
+            anyhow::bail!("another sonde daemon of this user is running{running}: see `sonde daemon --status`")
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).context("cannot lock the daemon's lock file"),
+    }
 }
 
 /// `daemon.json` in the user's private registry directory (the control sockets').

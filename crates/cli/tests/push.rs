@@ -13,6 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use support::*;
 
+/// The daemon tests, one at a time: a user runs one daemon (a second one refuses to start).
+fn one_daemon_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static DAEMON: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DAEMON.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The stand-in server, listening; stopped on drop.
 struct Server {
     running: Option<Running>,
@@ -364,6 +370,7 @@ fn a_mono_program_is_pushed_too() {
 /// others, which run on unharmed.
 #[test]
 fn the_daemon_follows_processes_as_they_come_and_go() {
+    let _one = one_daemon_at_a_time();
     let dir = tempfile::tempdir().expect("a temp dir");
     let server = Server::start(&dir.path().join("server"), &[]);
     let service = |name: &str| {
@@ -392,6 +399,11 @@ fn the_daemon_follows_processes_as_they_come_and_go() {
         ["daemon", "--push", &url, "--push-every", "1", "--include", "dtest-*"].iter().map(OsString::from).collect();
     let daemon = Running::spawn(sonde(), &args);
     wait_for("both pushed", &|| ["dtest-a", "dtest-b"].iter().all(|a| apps_pushed().contains(*a)));
+    // One daemon per user: a second one says so and ends.
+    let second = sonde_cmd(&args);
+    assert_eq!(second.code(), 2, "{}", second.describe());
+    let expected = format!("another sonde daemon of this user is running (pid {})", daemon.pid());
+    assert!(second.stderr_str().contains(&expected), "{}", second.describe());
     let (c, stop_c) = service("dtest-c");
     wait_for("the later one pushed", &|| apps_pushed().contains("dtest-c"));
     let status = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
@@ -422,6 +434,7 @@ fn the_daemon_follows_processes_as_they_come_and_go() {
 #[test]
 fn the_daemon_profiles_twenty_processes() {
     const N: usize = 20;
+    let _one = one_daemon_at_a_time();
     let dir = tempfile::tempdir().expect("a temp dir");
     let server = Server::start(&dir.path().join("server"), &[]);
     let names: Vec<String> = (0..N).map(|i| format!("dtwenty-{i:02}")).collect();
