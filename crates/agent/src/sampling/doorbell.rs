@@ -1,79 +1,65 @@
 //! Wake-ups on demand for the agent's own threads: at low rates (`sonde daemon`'s 97 Hz) the
 //! sampler and drain threads sleep a whole second, and a signal handler that needs one sooner (a
-//! ring half full, a stack to look up) rings its doorbell — one `write` to an `eventfd`,
-//! async-signal-safe, and only by the first ringer until the sleeper wakes. In a virtual machine
-//! a thread's wake-up alone costs tens of microseconds: at 12 a second per thread they were most
-//! of what profiling an idle service cost (BENCHMARKS.md, "Continuous profiling").
+//! ring half full, a stack to look up) rings its doorbell — an atomic swap and, for the first
+//! ringer only, one `futex` wake: async-signal-safe. In a virtual machine a thread's wake-up
+//! alone costs tens of microseconds: at 12 a second per thread they were most of what profiling
+//! an idle service cost (BENCHMARKS.md, "Continuous profiling").
+//!
+//! A futex word, not an `eventfd`: a descriptor is the program's to close (a daemon closing every
+//! descriptor above 2), and a handler writing to a descriptor number the program has reused
+//! since would write into the program's own file.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
+use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::time::Duration;
 
 pub struct Doorbell {
-    /// The `eventfd` (-1 until [`open`](Self::open), or if the kernel refused one: then the
-    /// sleeper only wakes at its timeout).
-    fd: AtomicI32,
-    /// Rung since the sleeper last woke: later rings need no system call.
-    rung: AtomicBool,
+    /// 1 when rung since the sleeper last woke, else 0.
+    word: AtomicU32,
 }
 
 impl Doorbell {
     pub const fn new() -> Doorbell {
-        Doorbell { fd: AtomicI32::new(-1), rung: AtomicBool::new(false) }
-    }
-
-    /// Creates the `eventfd`, once, before any thread may ring or wait.
-    pub fn open(&self) {
-        if self.fd.load(Acquire) >= 0 {
-            return;
-        }
-        // SAFETY: eventfd(2) takes no pointers; it returns a new descriptor or -1.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd >= 0 && self.fd.compare_exchange(-1, fd, AcqRel, Acquire).is_err() {
-            // SAFETY: our own descriptor, never published.
-            unsafe { libc::close(fd) };
-        }
+        Doorbell { word: AtomicU32::new(0) }
     }
 
     /// Wakes the sleeper (at once if it is awake: its next wait returns). Async-signal-safe: an
-    /// atomic swap and at most one `write`, and the interrupted code's `errno` is kept (a
+    /// atomic swap and at most one `futex` call, and the interrupted code's `errno` is kept (a
     /// runtime's signal handler may call this without saving it).
     pub fn ring(&self) {
-        let fd = self.fd.load(Acquire);
-        if fd < 0 || self.rung.swap(true, AcqRel) {
+        if self.word.swap(1, AcqRel) == 1 {
             return;
         }
-        let one: u64 = 1;
-        // SAFETY: errno is this thread's; writes 8 bytes from a local to our own non-blocking
-        // eventfd; errno restored.
+        // SAFETY: futex(2) FUTEX_WAKE on our own static word (no memory written); errno is this
+        // thread's, restored.
         unsafe {
             let errno = *libc::__errno_location();
-            libc::write(fd, (&raw const one).cast(), 8);
+            libc::syscall(libc::SYS_futex, self.word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
             *libc::__errno_location() = errno;
         }
     }
 
-    /// Sleeps until rung or `timeout` passes; true when rung. What the ringer saw before ringing
+    /// Sleeps until rung or `timeout` passes; true when rung. What the ringer did before ringing
     /// is visible after this returns.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let fd = self.fd.load(Acquire);
-        if fd < 0 {
-            std::thread::sleep(timeout);
-            return false;
+        if self.word.swap(0, AcqRel) == 1 {
+            return true;
         }
-        let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         let spec = libc::timespec {
             tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
             tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
         };
-        // SAFETY: ppoll(2) on one local pollfd with a local timeout and no signal mask change.
-        let ready = unsafe { libc::ppoll(&raw mut poll, 1, &raw const spec, std::ptr::null()) };
-        // Cleared before the counter is read: a ring after the read gets its own wake-up, and one
-        // between is about what the caller does next anyway.
-        self.rung.store(false, Release);
-        let mut count: u64 = 0;
-        // SAFETY: reads 8 bytes into a local from our own non-blocking eventfd (EAGAIN if empty).
-        let read = unsafe { libc::read(fd, (&raw mut count).cast(), 8) };
-        ready > 0 && read == 8
+        // SAFETY: futex(2) FUTEX_WAIT on our own word with a local relative timeout: it sleeps
+        // only while the word is still 0 (a ring between the swap and here returns at once).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0u32,
+                &raw const spec,
+            )
+        };
+        self.word.swap(0, AcqRel) == 1
     }
 }
 
@@ -95,15 +81,14 @@ mod tests {
     #[test]
     fn a_ring_wakes_the_sleeper_once_and_the_next_wait_sleeps() {
         let bell = Doorbell::new();
-        bell.open();
-        assert!(!bell.wait(Duration::from_millis(1)), "nothing rang");
+        assert!(!bell.wait(Duration::from_millis(20)), "nothing rang");
         bell.ring();
         bell.ring(); // coalesced
         let start = std::time::Instant::now();
         assert!(bell.wait(Duration::from_secs(10)));
         assert!(start.elapsed() < Duration::from_secs(5));
         assert!(!bell.wait(Duration::from_millis(1)), "the two rings were one");
-        // From another thread, while waiting.
+        // From another thread, while waiting (or before: the wait returns at once then).
         let bell = std::sync::Arc::new(bell);
         let ringer = {
             let bell = bell.clone();
@@ -114,9 +99,13 @@ mod tests {
     }
 
     #[test]
-    fn an_unopened_doorbell_only_times_out() {
+    fn a_ring_keeps_errno() {
         let bell = Doorbell::new();
+        // SAFETY: this thread's errno.
+        unsafe { *libc::__errno_location() = libc::EINTR };
         bell.ring();
-        assert!(!bell.wait(Duration::from_millis(1)));
+        // SAFETY: this thread's errno.
+        assert_eq!(unsafe { *libc::__errno_location() }, libc::EINTR);
+        assert!(bell.wait(Duration::ZERO));
     }
 }

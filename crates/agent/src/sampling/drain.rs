@@ -85,7 +85,6 @@ pub(super) fn sampler_drains(drains: bool) {
 /// sampler's: an agent thread is never sampled).
 pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
-    WAKE.open();
     let thread = std::thread::Builder::new().name("sonde-drain".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         block_signals();

@@ -211,7 +211,6 @@ pub fn start(
         );
         TIMERS.store(available, Relaxed);
     }
-    WAKE.open();
     let sampler = std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
         crate::signals::block_on_this_thread();
         handler::block_on_this_thread();
