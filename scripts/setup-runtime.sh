@@ -120,13 +120,17 @@ if ! command -v genhtml >/dev/null; then
 fi
 
 # A Python that hosts CoreCLR through pythonnet (a host that never shuts the runtime down), for
-# the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet.
-if ! "$root/.venv/bin/python" -c 'import pythonnet, clr_loader' 2>/dev/null; then
-    say "installing pythonnet into $root/.venv (the tests host .NET from Python)"
+# the tests of the agent's exit path: the project's virtualenv, with PyPI's pythonnet. Pinned:
+# the symbol tests read the Roslyn-built Python.Runtime.pdb that 3.0.3 ships (later releases
+# ship none), with the clr_loader it was tested with.
+if ! "$root/.venv/bin/python" -c '
+import importlib.metadata as m, sys
+sys.exit(m.version("pythonnet") != "3.0.3" or m.version("clr_loader") != "0.2.10")' 2>/dev/null; then
+    say "installing pythonnet 3.0.3 into $root/.venv (the tests host .NET from Python)"
     python=$(command -v python3 || true)
     [ -n "$python" ] || { say "python3 is required for the pythonnet tests"; exit 1; }
     [ -d "$root/.venv" ] || "$python" -m venv "$root/.venv"
-    "$root/.venv/bin/pip" install -q --disable-pip-version-check pythonnet
+    "$root/.venv/bin/pip" install -q --disable-pip-version-check 'pythonnet==3.0.3' 'clr_loader==0.2.10'
 fi
 say "python with pythonnet: $root/.venv/bin/python"
 # pycobertura: the Cobertura reader that checks coverage mode's Cobertura export.
