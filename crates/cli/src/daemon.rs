@@ -66,7 +66,6 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
         return status();
     }
     let url = args.push.as_deref().context("sonde daemon needs --push URL (or --status)")?;
-    let _only = only_daemon()?;
     // Profiles wait for the server per process, up to the usual 60 each.
     let mut pushing = crate::push::to(url, None, &args.labels, crate::push::QUEUE * 4)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -78,6 +77,7 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
     options.config.events = EventKinds::NONE;
     options.program_output = false;
     let status_file = status_file()?;
+    let _only = only_daemon(&status_file)?;
     let started = unix_s();
     let mut tracked: HashMap<u32, Tracked> = HashMap::new();
     // Processes looked at and not profiled (not .NET, filtered out, refused), by pid and start
@@ -226,21 +226,21 @@ fn app_of(pid: u32) -> String {
 
 /// One daemon per user at a time: a second one would attach to the same processes again (each
 /// takes only a few attaches in its lifetime) and overwrite the first's status. The lock
-/// (`daemon.lock` in the user's private registry directory) is held until the daemon exits.
-fn only_daemon() -> Result<std::fs::File> {
+/// (`daemon.lock` beside the status file, in the user's private registry directory) is held
+/// until the daemon exits.
+fn only_daemon(status_file: &std::path::Path) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = sonde_client::control::registry().context("cannot open the private registry directory")?;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
         .truncate(false)
         .mode(0o600)
-        .open(dir.join("daemon.lock"))
+        .open(status_file.with_file_name("daemon.lock"))
         .context("cannot open the daemon's lock file")?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            let running = std::fs::read(dir.join("daemon.json"))
+            let running = std::fs::read(status_file)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Status>(&b).ok())
                 .map_or(String::new(), |s| format!(" (pid {})", s.pid));

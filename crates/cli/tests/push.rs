@@ -41,6 +41,15 @@ impl Server {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The `service_name`s of the accepted pushes.
+    fn apps_pushed(&self) -> std::collections::BTreeSet<String> {
+        self.requests()
+            .iter()
+            .filter(|r| r["accepted"] == true)
+            .filter_map(|r| r["series"][0]["labels"]["service_name"].as_str().map(str::to_string))
+            .collect()
+    }
+
     fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(self.dir.join("requests.jsonl"))
             .unwrap_or_default()
@@ -377,14 +386,6 @@ fn the_daemon_follows_processes_as_they_come_and_go() {
         let stop = dir.path().join(format!("stop-{name}"));
         (start_service(&dotnet(), &stop, &[("SONDE_APP", OsString::from(name))]), stop)
     };
-    let apps_pushed = || -> std::collections::BTreeSet<String> {
-        server
-            .requests()
-            .iter()
-            .filter(|r| r["accepted"] == true)
-            .filter_map(|r| r["series"][0]["labels"]["service_name"].as_str().map(str::to_string))
-            .collect()
-    };
     let wait_for = |what: &str, done: &dyn Fn() -> bool| {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !done() {
@@ -398,14 +399,14 @@ fn the_daemon_follows_processes_as_they_come_and_go() {
     let args: Vec<OsString> =
         ["daemon", "--push", &url, "--push-every", "1", "--include", "dtest-*"].iter().map(OsString::from).collect();
     let daemon = Running::spawn(sonde(), &args);
-    wait_for("both pushed", &|| ["dtest-a", "dtest-b"].iter().all(|a| apps_pushed().contains(*a)));
+    wait_for("both pushed", &|| ["dtest-a", "dtest-b"].iter().all(|a| server.apps_pushed().contains(*a)));
     // One daemon per user: a second one says so and ends.
     let second = sonde_cmd(&args);
     assert_eq!(second.code(), 2, "{}", second.describe());
     let expected = format!("another sonde daemon of this user is running (pid {})", daemon.pid());
     assert!(second.stderr_str().contains(&expected), "{}", second.describe());
     let (c, stop_c) = service("dtest-c");
-    wait_for("the later one pushed", &|| apps_pushed().contains("dtest-c"));
+    wait_for("the later one pushed", &|| server.apps_pushed().contains("dtest-c"));
     let status = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
     assert_eq!(status.code(), 0, "{}", status.describe());
     assert!(status.stdout_str().contains("processes  3\n"), "{}", status.describe());
@@ -449,21 +450,13 @@ fn the_daemon_profiles_twenty_processes() {
     let args: Vec<OsString> =
         ["daemon", "--push", &url, "--push-every", "2", "--include", "dtwenty-*"].iter().map(OsString::from).collect();
     let daemon = Running::spawn(sonde(), &args);
-    let pushed = || -> std::collections::BTreeSet<String> {
-        server
-            .requests()
-            .iter()
-            .filter(|r| r["accepted"] == true)
-            .filter_map(|r| r["series"][0]["labels"]["service_name"].as_str().map(str::to_string))
-            .collect()
-    };
     // Generous: twenty runtimes start and are attached to on two cores, beside other tests.
     let deadline = Instant::now() + Duration::from_secs(240);
-    while pushed().len() < N {
-        assert!(Instant::now() < deadline, "not all pushed: {:?} of {names:?}", pushed());
+    while server.apps_pushed().len() < N {
+        assert!(Instant::now() < deadline, "not all pushed: {:?} of {names:?}", server.apps_pushed());
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert_eq!(pushed().into_iter().collect::<Vec<_>>(), names);
+    assert_eq!(server.apps_pushed().into_iter().collect::<Vec<_>>(), names);
     let status = sonde_cmd(&[OsString::from("daemon"), "--status".into()]);
     assert_eq!(status.code(), 0, "{}", status.describe());
     assert!(status.stdout_str().contains(&format!("processes  {N}\n")), "{}", status.describe());
