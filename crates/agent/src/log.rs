@@ -23,6 +23,24 @@ pub fn write(args: std::fmt::Arguments) {
     }
 }
 
+/// Makes the agent's panics quiet: the message goes to the log, never to the program's stderr
+/// (the default hook's). Every panic is caught where it happens (`session::guarded`, the
+/// runtime wrappers, `session::spawn_thread`) and switches profiling off; the controller says so.
+/// The hook is the agent's own: a `cdylib` links its own copy of std.
+pub fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            // `try_lock`: the panic may have happened while this thread held the log.
+            if let Ok(mut file) = FILE.try_lock()
+                && let Some(file) = file.as_mut()
+            {
+                let _ = writeln!(file, "sonde-agent[{}]: panic: {info}", std::process::id());
+            }
+        }));
+    });
+}
+
 macro_rules! log {
     ($($arg:tt)*) => { $crate::log::write(format_args!($($arg)*)) };
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 static STOP: AtomicBool = AtomicBool::new(false);
 
 pub fn start(interval: Duration) -> std::io::Result<()> {
-    std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || run(interval))?;
+    crate::session::spawn_thread("sonde-sampler", move || run(interval))?;
     Ok(())
 }
 
@@ -20,7 +20,6 @@ pub fn stop() {
 }
 
 fn run(interval: Duration) {
-    crate::signals::block_on_this_thread();
     let mut threads: Vec<Arc<ThreadState>> = Vec::new();
     let mut last = Instant::now();
     while !STOP.load(Relaxed) {

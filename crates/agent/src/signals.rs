@@ -66,8 +66,7 @@ pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::
         return Err(std::io::Error::last_os_error());
     }
     let [read_fd, write_fd] = fds;
-    std::thread::Builder::new().name("sonde-signal".into()).spawn(move || {
-        block_on_this_thread();
+    crate::session::spawn_thread("sonde-signal", move || {
         let mut byte = 0u8;
         // SAFETY: reads one byte into a local from a descriptor this thread owns.
         while unsafe { libc::read(read_fd, (&raw mut byte).cast(), 1) } == 1 {

@@ -152,12 +152,7 @@ impl Link {
             spill_dir: socket.parent().map(Path::to_path_buf),
         }));
         let writer = stream.try_clone().map_err(LinkError::Timeouts)?;
-        std::thread::Builder::new()
-            .name("sonde-ipc-write".into())
-            .spawn(move || {
-                crate::signals::block_on_this_thread();
-                link.write_loop(writer);
-            })
+        crate::session::spawn_thread("sonde-ipc-write", move || link.write_loop(writer))
             .map_err(LinkError::Timeouts)?;
         *READER.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream);
         Ok(link)
@@ -167,8 +162,7 @@ impl Link {
     /// or `gone` runs, on this thread (`finish` sends the final snapshot).
     pub fn serve(&'static self, facts: SnapshotFacts, finish: fn(), gone: fn()) -> std::io::Result<()> {
         let Some(reader) = READER.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
-        std::thread::Builder::new().name("sonde-ipc".into()).spawn(move || {
-            crate::signals::block_on_this_thread();
+        crate::session::spawn_thread("sonde-ipc", move || {
             let mut reader = BufReader::new(reader);
             loop {
                 match read_frame::<ControllerMessage>(&mut reader) {

@@ -201,10 +201,35 @@ fn thread_snapshot(t: &ThreadState, now: u64, ns_per_tick: f64) -> ThreadSnapsho
 /// The events of the thread's nodes among its first `records` (node `n` is record `n - 1`; the
 /// root's, outside any recorded method, are in the run's totals only).
 fn node_events(t: &ThreadState, records: usize) -> Vec<NodeEvents> {
+    // Not `range(1..=0)`: a range whose start is past its end panics once the map has keys (a
+    // thread with events but no node yet).
+    if records == 0 {
+        return Vec::new();
+    }
     let events = t.events.lock().unwrap_or_else(|e| e.into_inner());
     events
         .range(1..=records as u32)
         .map(|(&node, counts)| NodeEvents { node: node - 1, ..*counts })
         .filter(|e| !e.is_empty())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread can have events and sampled offsets before its first node is readable (a
+    /// snapshot racing the node's first write): no records, so nothing of them, and no panic.
+    #[test]
+    fn a_thread_without_records_sends_no_events_and_no_offsets() {
+        let t = ThreadState::new(1);
+        t.add_events(1, &NodeEvents { exceptions_thrown: 2, ..Default::default() });
+        t.add_leaf_offset(1, 7, 3);
+        assert!(node_events(&t, 0).is_empty());
+        assert!(t.leaf_offsets(0).is_empty());
+        let events = node_events(&t, 1);
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].node, events[0].exceptions_thrown), (0, 2));
+        assert_eq!(t.leaf_offsets(1).len(), 1);
+    }
 }

@@ -116,6 +116,7 @@ fn try_start(
     set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
 ) -> Result<&'static Session, StartError> {
     clock::start();
+    crate::log::install_panic_hook();
     // No log file yet when the configuration is unreadable: the controller then reports that no
     // agent connected.
     let config = match source {
@@ -213,6 +214,18 @@ pub fn guarded<R>(default: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// Starts one of the agent's own threads. It blocks the last-chance signals first (a handler
+/// never waits for the thread it interrupted), and a panic in it switches profiling off
+/// ([`disable`], which tells the controller) instead of ending the thread without a word.
+pub fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(name.into()).spawn(move || {
+        signals::block_on_this_thread();
+        if catch_unwind(AssertUnwindSafe(body)).is_err() {
+            disable();
+        }
+    })
+}
+
 /// Switches profiling off without a word (no log, no message: their locks may be held), in a
 /// child the program forked (see `process::claim_session`).
 pub fn switch_off_quietly() {
@@ -249,7 +262,9 @@ pub fn snapshot_now(patience: Patience) {
 /// runtime leaves SIGTERM at its default action.
 pub fn install_last_chance(sigterm: bool) {
     // The snapshot thread sends it; the dying thread's handler waits for it (at most a second).
-    if let Err(e) = signals::install(sigterm, || snapshot_now(Patience::EXIT)) {
+    // Guarded: the thread outlives a panic in one snapshot, and the dying thread's handler is
+    // not left waiting for snapshots that will never come.
+    if let Err(e) = signals::install(sigterm, || guarded((), || snapshot_now(Patience::EXIT))) {
         log!("cannot install the last-chance snapshot handlers: {e}");
     }
 }

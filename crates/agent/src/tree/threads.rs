@@ -446,6 +446,10 @@ impl ThreadState {
     /// The samples by IL offset of the nodes among the first `records` of a snapshot (node `n`
     /// is record `n - 1`), by node then offset.
     pub fn leaf_offsets(&self, records: usize) -> Vec<sonde_protocol::LeafOffset> {
+        // See `ipc::snapshot::node_events`: an inverted range panics.
+        if records == 0 {
+            return Vec::new();
+        }
         let offsets = self.leaf_offsets.lock().unwrap_or_else(|e| e.into_inner());
         offsets
             .range((1, 0)..=(records as u32, u32::MAX))

@@ -211,8 +211,7 @@ pub fn start(
         );
         TIMERS.store(available, Relaxed);
     }
-    let sampler = std::thread::Builder::new().name("sonde-sampler".into()).spawn(move || {
-        crate::signals::block_on_this_thread();
+    let sampler = crate::session::spawn_thread("sonde-sampler", move || {
         handler::block_on_this_thread();
         run_sampler(interval, clock);
     })?;
