@@ -28,6 +28,14 @@
 //                                           (long_stalls=…)
 //   Harm.exe fork CHILDREN                  (Mono) forks CHILDREN children that each exit()
 //                                           at once
+//   Harm.exe bogusframes MILLISECONDS       (CoreCLR, x86-64) loads a ReadyToRun framework
+//                                           assembly it never runs, then burns CPU for
+//                                           MILLISECONDS in a callback of native code whose
+//                                           frame pointer leads through two fake frames: their
+//                                           "return addresses" lie in that image, one in its
+//                                           metadata, one in the code of a method never
+//                                           prepared (what the frame-pointer walk reads where
+//                                           native code keeps something else in RBP)
 
 using System;
 using System.Diagnostics;
@@ -499,6 +507,96 @@ namespace Acme
             return 0;
         }
 
+        // bogusframes: the native function below, called with (callback, fake1, fake2). It builds
+        // two fake frames on its own stack, F1 = {F2, fake1} and F2 = {its real frame, fake2},
+        // points RBP at F1 and calls the callback; a frame-pointer walk from the callback reads
+        // fake1 and fake2 as return addresses, then goes on through the real frames.
+        static readonly byte[] CallThroughFakeFrames = {
+            0x55,                   // push rbp
+            0x48, 0x89, 0xE5,       // mov rbp, rsp        (the real frame, R)
+            0x52,                   // push rdx            F2 + 8 = fake2
+            0x55,                   // push rbp            F2 = R
+            0x48, 0x89, 0xE0,       // mov rax, rsp
+            0x56,                   // push rsi            F1 + 8 = fake1
+            0x50,                   // push rax            F1 = F2
+            0x48, 0x89, 0xE5,       // mov rbp, rsp        (rsp is 16-byte aligned here)
+            0xFF, 0xD7,             // call rdi
+            0x48, 0x89, 0xEC,       // mov rsp, rbp
+            0x48, 0x83, 0xC4, 0x20, // add rsp, 32
+            0x5D,                   // pop rbp
+            0xC3,                   // ret
+        };
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        delegate void Burn();
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        delegate void ThroughFakeFrames(IntPtr callback, IntPtr fake1, IntPtr fake2);
+
+        static int burnMs;
+        public static long Burnt;
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void BurnCpu()
+        {
+            var watch = Stopwatch.StartNew();
+            long x = 1;
+            while (watch.ElapsedMilliseconds < burnMs)
+                for (int i = 0; i < 10000; i++) x = x * 31 + i;
+            Burnt = x;
+        }
+
+        static int BogusFrames(int ms)
+        {
+            // Loaded, mapped, never run: no method of it is prepared.
+            string path = System.IO.Path.Combine(RuntimeEnvironment.GetRuntimeDirectory(), "System.Formats.Tar.dll");
+            System.Reflection.Assembly.LoadFrom(path);
+            long imageBase = 0, last = 0;
+            foreach (string line in System.IO.File.ReadAllLines("/proc/self/maps"))
+            {
+                if (!line.EndsWith("/System.Formats.Tar.dll")) continue;
+                string[] fields = line.Split(new[] { ' ' }, StringSplitOptions.RemoveEmptyEntries);
+                long start = Convert.ToInt64(fields[0].Split('-')[0], 16);
+                // The image (private, sections at their RVAs), not the whole file mapped shared.
+                if (fields[1] == "r--p" && fields[2] == "00000000" && imageBase == 0) imageBase = start;
+                last = Math.Max(last, start);
+            }
+            if (imageBase == 0)
+            {
+                Console.WriteLine("bogusframes: System.Formats.Tar.dll is not mapped");
+                return 1;
+            }
+            // The image as mapped: PE headers, the CLI header, its ReadyToRun header, section 102
+            // (the runtime functions) and the first one's begin.
+            IntPtr b = new IntPtr(imageBase);
+            int pe = Marshal.ReadInt32(b, 0x3c);
+            int cli = Marshal.ReadInt32(b, pe + 24 + 112 + 14 * 8);
+            int r2r = Marshal.ReadInt32(b, cli + 64);
+            int sections = Marshal.ReadInt32(b, r2r + 12);
+            int functions = 0;
+            for (int i = 0; i < sections; i++)
+                if (Marshal.ReadInt32(b, r2r + 16 + i * 12) == 102) functions = Marshal.ReadInt32(b, r2r + 16 + i * 12 + 4);
+            if (r2r == 0 || functions == 0)
+            {
+                Console.WriteLine("bogusframes: System.Formats.Tar.dll has no ReadyToRun code");
+                return 1;
+            }
+            IntPtr inCode = new IntPtr(imageBase + Marshal.ReadInt32(b, functions) + 1);
+            IntPtr inData = new IntPtr(last + 0x11);
+
+            const int PROT_READ = 1, PROT_WRITE = 2, PROT_EXEC = 4, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20;
+            IntPtr code = mmap(IntPtr.Zero, new UIntPtr(4096), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, IntPtr.Zero);
+            Marshal.Copy(CallThroughFakeFrames, 0, code, CallThroughFakeFrames.Length);
+            mprotect(code, new UIntPtr(4096), PROT_READ | PROT_EXEC);
+            var call = (ThroughFakeFrames)Marshal.GetDelegateForFunctionPointer(code, typeof(ThroughFakeFrames));
+            Burn burn = BurnCpu;
+            burnMs = ms;
+            call(Marshal.GetFunctionPointerForDelegate(burn), inData, inCode);
+            GC.KeepAlive(burn);
+            Console.WriteLine("bogusframes: survived");
+            return 0;
+        }
+
         static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "";
@@ -524,8 +622,10 @@ namespace Acme
                     return Overflow(int.Parse(args[1]));
                 case "abortatexit":
                     return AbortAtExit(int.Parse(args[1]), int.Parse(args[2]));
+                case "bogusframes":
+                    return BogusFrames(int.Parse(args[1]));
                 default:
-                    Console.Error.WriteLine("usage: Harm.exe nullref|fpe|sleeps|sigprof|freedstack|throws|fork|failfast|overflow|abortatexit ...");
+                    Console.Error.WriteLine("usage: Harm.exe nullref|fpe|sleeps|sigprof|freedstack|throws|fork|failfast|overflow|abortatexit|bogusframes ...");
                     return 2;
             }
         }

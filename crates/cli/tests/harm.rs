@@ -167,6 +167,35 @@ fn a_frame_pointer_into_freed_memory_is_never_followed() {
     assert!(sampled >= 2, "the custom-stack thread was sampled: {}", report["threads"]);
 }
 
+/// A native function whose frame pointer leads the walk through two fake frames whose "return
+/// addresses" lie in a ReadyToRun image loaded but never run (its metadata; the code of a method
+/// never prepared). Asked about such an address, CoreCLR's lookup walks its table of runtime
+/// functions back past the start and the process dies of SIGSEGV: issue 11's one crash in a
+/// thousand runs was such an address in `System.Console.dll`'s metadata, read at start-up. The
+/// drain must not ask (`agent/src/coreclr/images.rs`); the burning method is still sampled
+/// whole, under its real callers.
+#[test]
+fn addresses_in_an_image_never_run_are_not_looked_up() {
+    let report = survives(&["--rate", "2000"], &["bogusframes", "300"], 5);
+    let methods = arr(&report, "methods");
+    let nodes = arr(&report, "nodes");
+    let name = |n: &serde_json::Value| str_of(&methods[u64_of(n, "method") as usize], "name").to_string();
+    let (mut under, mut burnt) = (0, 0);
+    for node in nodes.iter().filter(|n| name(n) == "Acme.Harm.BurnCpu") {
+        burnt += u64_of(node, "total_samples");
+        let mut at = node["parent"].as_u64();
+        while let Some(p) = at {
+            if name(&nodes[p as usize]) == "Acme.Harm.BogusFrames" {
+                under += u64_of(node, "total_samples");
+                break;
+            }
+            at = nodes[p as usize]["parent"].as_u64();
+        }
+    }
+    assert!(burnt >= 100, "BurnCpu sampled {burnt} times: {}", report["samples_taken"]);
+    assert_eq!(under, burnt, "BurnCpu's samples under its caller BogusFrames");
+}
+
 /// The program's own use of SIGPROF is untouched; a program that takes the sampling signal stops
 /// sampling, and the profile and stderr say so.
 #[test]

@@ -70,6 +70,9 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     fn jit_compilation_finished(&self, _function: FunctionID, _status: HRESULT) {}
     /// A module finished loading (`COR_PRF_MONITOR_MODULE_LOADS`), or failed to with `status`.
     fn module_load_finished(&self, _module: ModuleID, _status: HRESULT) {}
+    /// The runtime looked for precompiled (ReadyToRun) code for `function`
+    /// (`COR_PRF_MONITOR_CACHE_SEARCHES`), and `found` it: its code is handed out from now on.
+    fn jit_cached_function_search_finished(&self, _function: FunctionID, _found: bool) {}
     /// An event of the profiler's EventPipe session (`ProfilerInfo::event_pipe_start_session`),
     /// on the thread that wrote it (the allocating thread for an allocation tick, the waiting one
     /// for contention). The runtime's own events come without a stack.
@@ -462,6 +465,17 @@ pub(crate) unsafe extern "system" fn jit_cached_function_search_started(
         unsafe { *use_cached = TRUE };
     }
     S_OK
+}
+
+pub(crate) unsafe extern "system" fn jit_cached_function_search_finished(
+    _this: *mut ICorProfilerCallback11,
+    function: FunctionID,
+    result: COR_PRF_JIT_CACHE,
+) -> HRESULT {
+    guard(|h| {
+        h.jit_cached_function_search_finished(function, result == COR_PRF_CACHED_FUNCTION_FOUND);
+        S_OK
+    })
 }
 
 pub(crate) unsafe extern "system" fn jit_inlining(

@@ -40,7 +40,6 @@ ignored! {
     ClassUnloadStarted(classId: ClassID);
     ClassUnloadFinished(classId: ClassID, hrStatus: HRESULT);
     FunctionUnloadStarted(functionId: FunctionID);
-    JITCachedFunctionSearchFinished(functionId: FunctionID, result: COR_PRF_JIT_CACHE);
     JITFunctionPitched(functionId: FunctionID);
     RemotingClientInvocationStarted();
     RemotingClientSendingMessage(pCookie: *mut GUID, fIsAsync: BOOL);
@@ -120,7 +119,7 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     JITCompilationStarted: jit_compilation_started,
     JITCompilationFinished: jit_compilation_finished,
     JITCachedFunctionSearchStarted: jit_cached_function_search_started,
-    JITCachedFunctionSearchFinished: JITCachedFunctionSearchFinished,
+    JITCachedFunctionSearchFinished: jit_cached_function_search_finished,
     JITFunctionPitched: JITFunctionPitched,
     JITInlining: jit_inlining,
     ThreadCreated: thread_created,

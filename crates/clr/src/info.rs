@@ -159,15 +159,27 @@ impl ProfilerInfo {
         if self.version < 9 {
             return Vec::new();
         }
+        self.code_version_starts(function)
+            .into_iter()
+            .filter_map(|start| self.code_regions(|cap, len, out| call!(self.GetCodeInfo4(start, cap, len, out))))
+            .collect()
+    }
+
+    /// The entry address of each native code version of `function` (at most 16,
+    /// `GetNativeCodeStartAddresses`, ICorProfilerInfo9; before it, its current code's,
+    /// `GetCodeInfo2`): its precompiled (ReadyToRun) code among them once the runtime handed that
+    /// out, even after a tier replaced it.
+    pub fn code_version_starts(&self, function: FunctionID) -> Vec<usize> {
+        if self.version < 9 {
+            let current = self.code_regions(|cap, len, out| call!(self.GetCodeInfo2(function, cap, len, out)));
+            return current.and_then(|regions| regions.first().map(|&(start, _)| start)).into_iter().collect();
+        }
         let mut starts: [UINT_PTR; 16] = [0; 16];
         let mut count: ULONG32 = 0;
         if call!(self.GetNativeCodeStartAddresses(function, 0, 16, &mut count, starts.as_mut_ptr())).is_err() {
             return Vec::new();
         }
-        starts[..(count as usize).min(16)]
-            .iter()
-            .filter_map(|&start| self.code_regions(|cap, len, out| call!(self.GetCodeInfo4(start, cap, len, out))))
-            .collect()
+        starts[..(count as usize).min(16)].to_vec()
     }
 
     /// How the native code starting at `start` (a version of `function`, from

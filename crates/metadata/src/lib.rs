@@ -7,6 +7,7 @@
 //! runtime (`Acme.Outer+Inner.Method`, `(int, !!0) -> void`). Pure code, no `unsafe`.
 #![forbid(unsafe_code)]
 
+pub mod ready_to_run;
 pub mod signature;
 pub mod tables;
 

@@ -132,12 +132,12 @@ pub struct Metadata {
     tables: [Table; TABLES],
 }
 
-fn u16_at(bytes: &[u8], at: usize) -> Result<u16> {
+pub(crate) fn u16_at(bytes: &[u8], at: usize) -> Result<u16> {
     let b = bytes.get(at..at.checked_add(2).ok_or(Unreadable("offset"))?).ok_or(Unreadable("truncated"))?;
     Ok(u16::from_le_bytes([b[0], b[1]]))
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> Result<u32> {
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> Result<u32> {
     let b = bytes.get(at..at.checked_add(4).ok_or(Unreadable("offset"))?).ok_or(Unreadable("truncated"))?;
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }

@@ -19,6 +19,17 @@ pub(super) struct ClrFrames {
     /// The code versions sampled, by region start: an address inside one needs no question to
     /// the runtime.
     code: std::collections::BTreeMap<usize, std::sync::Arc<IlMap>>,
+    /// Which addresses outside native libraries the runtime may be asked about.
+    images: super::images::Images,
+}
+
+/// Methods whose precompiled code the runtime handed out since the drain last looked
+/// (`JITCachedFunctionSearchFinished`, on the program's threads: a push, nothing else).
+static PREPARED: std::sync::Mutex<Vec<FunctionID>> = std::sync::Mutex::new(Vec::new());
+
+/// The runtime handed out `function`'s precompiled code (see [`super::images`]).
+pub(super) fn prepared(function: FunctionID) {
+    PREPARED.lock().unwrap_or_else(|e| e.into_inner()).push(function);
 }
 
 /// One code version sampled: its hot and cold regions, and how they map back to IL.
@@ -173,21 +184,72 @@ impl ClrFrames {
         // Native code first: code in an object the dynamic linker loaded is never managed (the
         // runtime maps ReadyToRun images and places JIT code itself), and the runtime need not
         // be asked about the many native addresses of a JIT-heavy program's stacks.
-        let found = if let Some(method) = self.native.frame(methods(), ip) {
-            (sampling::Frame { method, managed: false }, sampling::lines::NONE)
-        } else if let Some(function) = info().and_then(|info| info.function_from_ip(ip)) {
-            let offset = self.code(function, ip).and_then(|code| code.il_offset_at(ip));
-            (sampling::Frame { method: self.managed(function), managed: true }, offset.unwrap_or(sampling::lines::NONE))
-        } else {
+        let unknown = || {
             (
                 sampling::Frame { method: methods().pseudo("[unknown code]", "", ""), managed: false },
                 sampling::lines::NONE,
             )
         };
+        let found = if let Some(method) = self.native.frame(methods(), ip) {
+            (sampling::Frame { method, managed: false }, sampling::lines::NONE)
+        } else {
+            match self.verdict(ip) {
+                Verdict::Ask => match info().and_then(|info| info.function_from_ip(ip)) {
+                    Some(function) => {
+                        let code = self.code(function, ip);
+                        if let Some(code) = &code {
+                            self.images.prepared(code.regions[0].0);
+                        }
+                        let offset = code.and_then(|code| code.il_offset_at(ip));
+                        let method = self.managed(function);
+                        (sampling::Frame { method, managed: true }, offset.unwrap_or(sampling::lines::NONE))
+                    }
+                    None => unknown(),
+                },
+                Verdict::Never => {
+                    sampling::module_files::count_unasked(false);
+                    unknown()
+                }
+                // Not remembered: asked again at its next sample, when more is known.
+                Verdict::NotYet => {
+                    sampling::module_files::count_unasked(true);
+                    return unknown();
+                }
+            }
+        };
         self.cache.insert(ip, found);
         found
     }
+
+    /// Whether the runtime may be asked about `ip` (`super::images`), learning first what the
+    /// runtime prepared since the last look when that could change the answer.
+    fn verdict(&mut self, ip: usize) -> Verdict {
+        let complete = super::images::complete();
+        let read = |at: usize, buf: &mut [u8]| read_memory(at, buf).is_some();
+        let follows_call = |return_address: usize| {
+            let mut code = [0u8; 7];
+            return_address.checked_sub(7).and_then(|at| read_memory(at, &mut code)).is_some()
+                && sampling::shapes::ends_with_call(&code)
+        };
+        let verdict = self.images.verdict(ip, complete, &read, &follows_call);
+        if verdict != Verdict::NotYet {
+            return verdict;
+        }
+        let pending = std::mem::take(&mut *PREPARED.lock().unwrap_or_else(|e| e.into_inner()));
+        if pending.is_empty() {
+            return verdict;
+        }
+        let Some(info) = info() else { return verdict };
+        for function in pending {
+            for start in info.code_version_starts(function) {
+                self.images.prepared(start);
+            }
+        }
+        self.images.verdict(ip, complete, &read, &follows_call)
+    }
 }
+
+use super::images::Verdict;
 
 impl sampling::FrameResolver for ClrFrames {
     fn resolve(&mut self, ip: usize) -> sampling::Frame {

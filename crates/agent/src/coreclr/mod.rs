@@ -16,6 +16,7 @@ pub mod coverage;
 mod eventpipe;
 mod frames;
 pub mod hooks;
+mod images;
 pub mod inject;
 mod rewrite;
 
@@ -308,6 +309,14 @@ impl ProfilerCallback for Clr {
         }
     }
 
+    /// Precompiled code handed out: the drain may now ask the runtime about addresses above it
+    /// (`images`).
+    fn jit_cached_function_search_finished(&self, function: FunctionID, found: bool) {
+        if found && session::mode() == Some(Mode::Sampling) {
+            frames::prepared(function);
+        }
+    }
+
     /// A caught exception may have been a fault whose handler never returned (see
     /// `sampling::fault_handled_on_this_thread`).
     fn exception_catcher_leave(&self) {
@@ -542,10 +551,19 @@ fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> 
     let exact = exact_allocations(config, attached);
     // JIT compilations always: an on-stack-replacement version's frame shape is learnt when it
     // is compiled (`frames::learn_osr`), before its first sample.
-    let events =
-        SAMPLING_EVENTS | COR_PRF_MONITOR_JIT_COMPILATION | loading_events(config) | inject::event_mask(config);
+    // Precompiled code handed out, from start-up (not allowed after an attach): which sampled
+    // addresses in ReadyToRun images the runtime can safely be asked about (`images`).
+    let prepared = if attached { 0 } else { COR_PRF_MONITOR_CACHE_SEARCHES };
+    let events = SAMPLING_EVENTS
+        | COR_PRF_MONITOR_JIT_COMPILATION
+        | prepared
+        | loading_events(config)
+        | inject::event_mask(config);
     info.set_event_mask(events | exact_allocation_events(exact), EVENTS_HIGH)
         .map_err(|e| StartError::runtime("SetEventMask", e))?;
+    if !attached {
+        images::set_complete();
+    }
     start_event_pipe(info, config, exact);
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);

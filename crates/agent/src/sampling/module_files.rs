@@ -15,9 +15,25 @@ pub fn count(from_file: bool) {
     if from_file { &FROM_FILE } else { &FROM_RUNTIME }.fetch_add(1, Relaxed);
 }
 
+/// Sampled addresses in images that the runtime was not asked about (CoreCLR: see
+/// `coreclr::images`): not code at all, and code of no method known to be prepared yet.
+static NOT_CODE: AtomicU64 = AtomicU64::new(0);
+static NOT_YET: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a sampled address the runtime was not asked about: with `not_yet`, for now.
+pub fn count_unasked(not_yet: bool) {
+    if not_yet { &NOT_YET } else { &NOT_CODE }.fetch_add(1, Relaxed);
+}
+
 /// How sampled methods were named so far, for the agent's log.
 pub fn summary() -> String {
-    format!("names: {} from module files, {} from the runtime", FROM_FILE.load(Relaxed), FROM_RUNTIME.load(Relaxed))
+    format!(
+        "names: {} from module files, {} from the runtime; addresses not asked about: {} not code, {} not prepared yet",
+        FROM_FILE.load(Relaxed),
+        FROM_RUNTIME.load(Relaxed),
+        NOT_CODE.load(Relaxed),
+        NOT_YET.load(Relaxed)
+    )
 }
 
 /// The largest metadata read from a module's file (CoreLib's is ~5 MB).

@@ -405,9 +405,78 @@ impl Table {
 /// The code ranges the handler treats specially.
 pub static SHAPES: Table = Table::new();
 
+/// Whether the seven bytes before a return address (`code`, the last one just before it) end
+/// with a call instruction, in any x86-64 form a compiler emits: `call rel32`, and `call r/m64`
+/// (`FF /2`, a REX prefix or not) through a register, `[reg]`, `[reg+disp8]`, `[reg+disp32]`,
+/// `[rip+disp32]`, with or without a SIB byte. A value on the stack that is not a return address
+/// rarely passes: code just after a call is what a return address points to.
+pub fn ends_with_call(code: &[u8; 7]) -> bool {
+    if code[2] == 0xE8 {
+        return true;
+    }
+    (2..=7).any(|len| {
+        let at = 7 - len;
+        if code[at] != 0xFF || at + 1 >= 7 {
+            return false;
+        }
+        let modrm = code[at + 1];
+        let (mode, reg, rm) = (modrm >> 6, (modrm >> 3) & 7, modrm & 7);
+        if reg != 2 {
+            return false;
+        }
+        let sib = usize::from(mode != 3 && rm == 4);
+        let expected = match mode {
+            3 => 2,
+            // [rip+disp32]; a SIB with no base register (base 5) carries a disp32 too.
+            0 if rm == 5 => 6,
+            0 if rm == 4 && code.get(at + 2).is_some_and(|s| s & 7 == 5) => 7,
+            0 => 2 + sib,
+            1 => 3 + sib,
+            _ => 6 + sib,
+        };
+        expected == len
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calls_are_told_from_other_code() {
+        let ends = |bytes: &[u8]| {
+            let mut code = [0x90u8; 7];
+            code[7 - bytes.len()..].copy_from_slice(bytes);
+            ends_with_call(&code)
+        };
+        let calls: [&[u8]; 11] = [
+            &[0xE8, 1, 2, 3, 4],             // call rel32
+            &[0xFF, 0x15, 1, 2, 3, 4],       // call [rip+disp32]
+            &[0xFF, 0xD0],                   // call rax
+            &[0x41, 0xFF, 0xD3],             // call r11
+            &[0xFF, 0x10],                   // call [rax]
+            &[0xFF, 0x50, 0x08],             // call [rax+8]
+            &[0x41, 0xFF, 0x53, 0x18],       // call [r11+0x18]
+            &[0xFF, 0x14, 0x24],             // call [rsp]
+            &[0xFF, 0x54, 0x24, 0x08],       // call [rsp+8]
+            &[0xFF, 0x90, 1, 2, 0, 0],       // call [rax+disp32]
+            &[0xFF, 0x94, 0xC8, 1, 2, 0, 0], // call [rax+rcx*8+disp32]
+        ];
+        for call in calls {
+            assert!(ends(call), "{call:02x?}");
+        }
+        let others: [&[u8]; 6] = [
+            &[],
+            &[0xC3],                            // ret
+            &[0xFF, 0xE0],                      // jmp rax
+            &[0xFF, 0x50],                      // a call [rax+disp8] cut short
+            &[0x42, 0x53, 0x4A, 0x42, 0, 0, 0], // metadata ("BSJB")
+            &[0xFF, 0x30],                      // push [rax]
+        ];
+        for other in others {
+            assert!(!ends(other), "{other:02x?}");
+        }
+    }
 
     // Sequences as the .NET 8 JIT emits them (from `DOTNET_JitDisasm` listings).
     const TIER0_PROLOGUE: &[u8] = &[

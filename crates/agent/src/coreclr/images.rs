@@ -1,0 +1,298 @@
+//! Which sampled addresses the runtime may be asked about (`GetFunctionFromIP`), on the drain
+//! thread.
+//!
+//! A sampled stack holds addresses the frame-pointer walk read from the stack, and where a
+//! native function keeps something else in RBP some of them are not return addresses at all. The
+//! runtime takes most bad addresses in its stride, but not one inside a ReadyToRun image: its
+//! lookup there (`ReadyToRunJitManager::JitCodeToMethodInfo`) finds the image's runtime function
+//! at or before the address and then walks the table backwards until it meets the entry point
+//! of a method it has already prepared (whose precompiled code it handed out). When no prepared
+//! method precedes the address — an image just loaded, an address in its headers or metadata —
+//! the walk runs off the table's start and the process dies of SIGSEGV. That was the "one crash
+//! in a thousand runs" of issue 11: the drain asked about an address in `System.Console.dll`'s
+//! metadata while that image was being loaded (its core dump, docs/SAMPLING.md).
+//!
+//! So an address in a file-backed mapping that is not a library the dynamic linker loaded (those
+//! are resolved before this is asked) is a PE image, and the runtime is asked about it only when
+//! - the image has ReadyToRun code and the address lies inside one of its runtime functions
+//!   (a method body or funclet: `sonde_metadata::ready_to_run`), and
+//! - a method the runtime has prepared starts in the same image at or before the address, which
+//!   stops the runtime's walk before it leaves the table. The agent learns prepared methods from
+//!   the runtime's `JITCachedFunctionSearchFinished` callbacks (a program Sonde launched: every
+//!   one, see [`complete`]) and from every address resolved before; after an attach, where that
+//!   callback is not available, an address that follows a call instruction (a return address
+//!   whose call ran, so its method was prepared) counts as well.
+//!
+//! Anything else in an image is `[unknown code]`. Addresses in executable anonymous memory (JIT
+//! code heaps, stubs) are asked about as before: the runtime's lookup there checks what it reads.
+//! Addresses in memory without code are not — but the runtime reserves address space and maps
+//! images into it later (a second crash, found by the test of this: an address read as reserved
+//! memory from an older reading of the mappings was in an image by then), so only code and files
+//! are taken from an older reading, and anything else waits for a fresh one.
+//!
+//! Not covered: an image unloaded (a collectible load context) and another mapped at its address
+//! keeps the first one's prepared methods; hot/cold-split ReadyToRun code (not produced by
+//! default) is looked up from its hot part's entry, which may lie above the address.
+
+use sonde_metadata::ready_to_run::CodeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// What to do with an address that is not in a native library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// The runtime may be asked.
+    Ask,
+    /// Never code the runtime knows: unmapped, an image's headers or data, an image without
+    /// ReadyToRun code.
+    Never,
+    /// ReadyToRun code, but no prepared method is known to start at or before it (yet).
+    NotYet,
+}
+
+/// What backs a mapping of `/proc/self/maps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Backing {
+    /// Executable anonymous memory, or a `memfd` (the runtime's double-mapped JIT code heaps and
+    /// stubs).
+    Code,
+    /// A file, mapped from `offset`.
+    File { path: String, offset: u64 },
+    /// Anything else: memory that holds no code (now), the kernel's own (`[stack]`, `[vvar]`).
+    /// The runtime reserves address space (inaccessible anonymous memory) and maps images and
+    /// code heaps into it later, so this may be out of date: see [`Images::backing`].
+    Other,
+}
+
+/// The process's mappings and the PE images among them, as far as the drain has looked.
+#[derive(Default)]
+pub(super) struct Images {
+    /// `(start, end, backing)`, sorted by start: the last reading of `/proc/self/maps`.
+    maps: Vec<(usize, usize, Backing)>,
+    /// When it was read.
+    read_at: Option<std::time::Instant>,
+    /// PE images by base address: their ReadyToRun code (`None`: none, or unreadable).
+    images: BTreeMap<usize, Option<(usize, CodeMap)>>,
+    /// Code versions the runtime handed out, by start address (ReadyToRun entry points among
+    /// them).
+    prepared: BTreeSet<usize>,
+}
+
+/// Set when the runtime reports every ReadyToRun method it prepares (`COR_PRF_MONITOR_CACHE_SEARCHES`
+/// from start-up: a launched program; not after an attach).
+static COMPLETE: AtomicBool = AtomicBool::new(false);
+
+/// The runtime reports every method it prepares from now on, from the start.
+pub(super) fn set_complete() {
+    COMPLETE.store(true, Relaxed);
+}
+
+pub(super) fn complete() -> bool {
+    COMPLETE.load(Relaxed)
+}
+
+impl Images {
+    /// Whether the runtime may be asked about `ip` (see the module docs). `complete`: every
+    /// prepared method is reported ([`complete`]); `read` reads this process's memory without
+    /// faulting; `follows_call(return_address)` tells whether a call instruction ends there.
+    pub fn verdict(
+        &mut self,
+        ip: usize,
+        complete: bool,
+        read: &dyn Fn(usize, &mut [u8]) -> bool,
+        follows_call: &dyn Fn(usize) -> bool,
+    ) -> Verdict {
+        let path = match self.backing(ip) {
+            (Some(Backing::Code), _) => return Verdict::Ask,
+            (Some(Backing::File { path, .. }), _) => path,
+            (_, true) => return Verdict::Never,
+            // A mapping made since the last look, perhaps.
+            (_, false) => return Verdict::NotYet,
+        };
+        let Some(base) =
+            self.image(ip, &path, read).filter(|(base, map)| map.is_code((ip - base) as u32)).map(|(b, _)| b)
+        else {
+            return Verdict::Never;
+        };
+        if self.prepared.range(base..=ip).next_back().is_some() || (!complete && follows_call(ip + 1)) {
+            Verdict::Ask
+        } else {
+            Verdict::NotYet
+        }
+    }
+
+    /// Code starting at `start` was handed out by the runtime (prepared, or compiled).
+    pub fn prepared(&mut self, start: usize) {
+        self.prepared.insert(start);
+    }
+
+    /// The backing of the mapping containing `ip` (`None`: unmapped), and whether that is up to
+    /// date. Code and files are taken from the last reading of `/proc/self/maps` (the runtime
+    /// never maps one over the other); anything else is read again, at most every
+    /// [`REREAD`] (an address in memory reserved then may be in an image mapped since: asking
+    /// about it as code was a crash).
+    fn backing(&mut self, ip: usize) -> (Option<Backing>, bool) {
+        let found = find(&self.maps, ip).cloned();
+        if matches!(found, Some(Backing::Code | Backing::File { .. })) {
+            return (found, true);
+        }
+        if self.read_at.is_some_and(|at| at.elapsed() < REREAD) {
+            return (found, false);
+        }
+        let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return (found, false) };
+        self.maps = parse_maps(&text);
+        self.read_at = Some(std::time::Instant::now());
+        (find(&self.maps, ip).cloned(), true)
+    }
+
+    /// The ReadyToRun image of file `path` that holds `ip`, and its base. The runtime maps the
+    /// file more than once: whole (shared, for its metadata), and as an image, sections at their
+    /// RVAs, where the code section is mapped from the file's start too. So each mapping of the
+    /// file's start at or below `ip` is a candidate base, nearest first, and the image is the
+    /// first whose headers, read as mapped, lead to ReadyToRun code spanning `ip`.
+    fn image(&mut self, ip: usize, path: &str, read: &dyn Fn(usize, &mut [u8]) -> bool) -> Option<(usize, &CodeMap)> {
+        let candidates: Vec<usize> = self
+            .maps
+            .iter()
+            .rev()
+            .filter(|(start, _, b)| *start <= ip && matches!(b, Backing::File { path: p, offset: 0 } if p == path))
+            .map(|&(start, _, _)| start)
+            .take(8)
+            .collect();
+        let base = candidates.into_iter().find(|&base| {
+            let image = self.images.entry(base).or_insert_with(|| {
+                let map = CodeMap::read(&mut |rva, buf| base.checked_add(rva as usize).is_some_and(|at| read(at, buf)));
+                map.ok().flatten().map(|map| (base.saturating_add(map.size_of_image() as usize), map))
+            });
+            image.as_ref().is_some_and(|(end, _)| ip < *end)
+        })?;
+        self.images.get(&base)?.as_ref().map(|(_, map)| (base, map))
+    }
+}
+
+/// How often `/proc/self/maps` is read at most (a reading costs ~100 µs; addresses in memory
+/// without code are found at start-up mostly).
+const REREAD: std::time::Duration = std::time::Duration::from_millis(20);
+
+fn find(maps: &[(usize, usize, Backing)], ip: usize) -> Option<&Backing> {
+    let at = maps.partition_point(|&(start, _, _)| start <= ip);
+    let (_, end, backing) = maps.get(at.checked_sub(1)?)?;
+    (ip < *end).then_some(backing)
+}
+
+/// The mappings of a `/proc/PID/maps` text, sorted by start.
+fn parse_maps(text: &str) -> Vec<(usize, usize, Backing)> {
+    let mut maps: Vec<_> = text
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(6, ' ');
+            let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+            let (_device, inode) = (fields.next()?, fields.next()?);
+            let path = fields.next().unwrap_or("").trim_start();
+            let (start, end) = range.split_once('-')?;
+            let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+            let anonymous = path.is_empty() || path.starts_with("/memfd:") || path.starts_with("[anon");
+            let backing = if anonymous && perms.as_bytes().get(2) == Some(&b'x') {
+                Backing::Code
+            } else if !anonymous && path.starts_with('/') && inode != "0" {
+                Backing::File { path: path.to_string(), offset: u64::from_str_radix(offset, 16).ok()? }
+            } else {
+                Backing::Other
+            };
+            Some((start, end, backing))
+        })
+        .collect();
+    maps.sort_unstable_by_key(|&(start, _, _)| start);
+    maps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0c0000000-55d0c0021000 r-xp 00000000 08:01 123 /usr/bin/dotnet
+7e0000000000-7e0000030000 r--s 00000000 08:01 77 /opt/dotnet/System.Console.dll
+7f0000000000-7f0000001000 r--p 00000000 08:01 77 /opt/dotnet/System.Console.dll
+7f0000010000-7f0000012000 r-xp 00000000 08:01 77 /opt/dotnet/System.Console.dll
+7f0000012000-7f0000014000 r--p 00003000 08:01 77 /opt/dotnet/System.Console.dll
+7f0000020000-7f0000030000 rwxp 00000000 00:00 0
+7f0000030000-7f0000038000 ---p 00000000 00:00 0
+7f0000040000-7f0000050000 r-xs 00040000 00:01 2049 /memfd:doublemapper (deleted)
+7f0000050000-7f0000058000 rw-s 00050000 00:01 2049 /memfd:doublemapper (deleted)
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+";
+
+    /// System.Console.dll as CoreCLR maps it: whole at 0x7e0000000000, and as an image at
+    /// 0x7f0000000000 (its code section mapped from the file's start too), code from RVA 0x10000
+    /// to 0x11800 in two runtime functions, metadata after it; `prepared` entry points given.
+    fn console(prepared: &[usize]) -> Images {
+        let mut images = Images { maps: parse_maps(MAPS), ..Images::default() };
+        let map = CodeMap::new(vec![(0x10000, 0x10800), (0x10800, 0x11800)], 0x14000);
+        images.images.insert(0x7f0000000000, Some((0x7f0000014000, map)));
+        for &p in prepared {
+            images.prepared(p);
+        }
+        images
+    }
+
+    const NO_MEMORY: &dyn Fn(usize, &mut [u8]) -> bool = &|_, _| false;
+    const NO_CALL: &dyn Fn(usize) -> bool = &|_| false;
+    const A_CALL: &dyn Fn(usize) -> bool = &|_| true;
+
+    #[test]
+    fn mappings_are_told_apart() {
+        let maps = parse_maps(MAPS);
+        assert_eq!(find(&maps, 0x7f0000020010), Some(&Backing::Code));
+        assert_eq!(find(&maps, 0x7f0000040010), Some(&Backing::Code), "a memfd code heap");
+        assert_eq!(find(&maps, 0x7f0000050010), Some(&Backing::Other), "the heap's writable view");
+        assert_eq!(find(&maps, 0x7f0000030010), Some(&Backing::Other), "reserved");
+        assert_eq!(find(&maps, 0x7ffd00000010), Some(&Backing::Other));
+        assert!(matches!(find(&maps, 0x7f0000012010), Some(Backing::File { offset: 0x3000, .. })));
+        assert_eq!(find(&maps, 0x7f0000014000), None);
+        assert_eq!(find(&maps, 0x10), None);
+    }
+
+    #[test]
+    fn jit_code_is_asked_about_and_memory_without_code_never() {
+        let mut images = console(&[]);
+        assert_eq!(images.verdict(0x7f0000040010, true, NO_MEMORY, NO_CALL), Verdict::Ask);
+        assert_eq!(images.verdict(0x7f0000020010, true, NO_MEMORY, NO_CALL), Verdict::Ask);
+        // Read again just now: this process's own stack, reserved memory, nothing.
+        images.maps = parse_maps(MAPS);
+        images.read_at = Some(std::time::Instant::now());
+        for ip in [0x7ffd00000010, 0x7f0000030010, 0x10] {
+            assert_eq!(images.verdict(ip, true, NO_MEMORY, A_CALL), Verdict::NotYet, "{ip:#x}: maybe mapped since");
+        }
+        let local = 0u64;
+        images.read_at = None;
+        let on_stack = std::ptr::from_ref(&local) as usize;
+        assert_eq!(images.verdict(on_stack, true, NO_MEMORY, A_CALL), Verdict::Never, "read again");
+    }
+
+    #[test]
+    fn ready_to_run_code_is_asked_about_only_above_a_prepared_method() {
+        let mut images = console(&[]);
+        // The crash: an address in the image's metadata, and nothing prepared.
+        assert_eq!(images.verdict(0x7f0000012100, true, NO_MEMORY, A_CALL), Verdict::Never);
+        assert_eq!(images.verdict(0x7f0000000010, true, NO_MEMORY, A_CALL), Verdict::Never, "headers");
+        assert_eq!(images.verdict(0x7f0000010010, true, NO_MEMORY, A_CALL), Verdict::NotYet);
+        images.prepared(0x7f0000010800);
+        assert_eq!(images.verdict(0x7f0000010010, true, NO_MEMORY, A_CALL), Verdict::NotYet, "below the prepared one");
+        assert_eq!(images.verdict(0x7f0000010800, true, NO_MEMORY, NO_CALL), Verdict::Ask);
+        assert_eq!(images.verdict(0x7f0000011000, true, NO_MEMORY, NO_CALL), Verdict::Ask);
+        // Prepared code elsewhere (another image, the JIT's heaps) does not count.
+        let mut others = console(&[0x7f0000040000, 0x55d0c0000000]);
+        assert_eq!(others.verdict(0x7f0000011000, true, NO_MEMORY, NO_CALL), Verdict::NotYet);
+    }
+
+    #[test]
+    fn after_an_attach_a_return_address_counts_as_prepared() {
+        let mut images = console(&[]);
+        assert_eq!(images.verdict(0x7f0000010010, false, NO_MEMORY, A_CALL), Verdict::Ask);
+        assert_eq!(images.verdict(0x7f0000010010, false, NO_MEMORY, NO_CALL), Verdict::NotYet);
+        assert_eq!(images.verdict(0x7f0000012100, false, NO_MEMORY, A_CALL), Verdict::Never);
+        // With every prepared method reported, a call before it proves nothing.
+        assert_eq!(images.verdict(0x7f0000010010, true, NO_MEMORY, A_CALL), Verdict::NotYet);
+    }
+}
