@@ -14,7 +14,7 @@
 //! runtime functions, 12 bytes each on x64 and arm64 (`BeginAddress`, `EndAddress`,
 //! `UnwindData`). Layout from the runtime's `readytorun.h`.
 
-use crate::tables::{Unreadable, u16_at, u32_at};
+use crate::tables::{Unreadable, pe_headers, u32_at};
 
 type Result<T> = std::result::Result<T, Unreadable>;
 
@@ -44,19 +44,9 @@ impl CodeMap {
         if !read(0, &mut head) {
             return Err(Unreadable("cannot read the image's headers"));
         }
-        if head.get(..2) != Some(b"MZ") {
-            return Err(Unreadable("not a PE image"));
-        }
-        let pe = u32_at(&head, 0x3c)? as usize;
-        if u32_at(&head, pe)? != 0x0000_4550 {
-            return Err(Unreadable("no PE signature"));
-        }
-        let optional = pe + 24;
-        let (directories, count_at) = match u16_at(&head, optional)? {
-            0x10b => (optional + 96, optional + 92),
-            0x20b => (optional + 112, optional + 108),
-            _ => return Err(Unreadable("unknown optional header")),
-        };
+        let (optional, directories) = pe_headers(&head)?;
+        // NumberOfRvaAndSizes: the word before the directories.
+        let count_at = directories - 4;
         let size_of_image = u32_at(&head, optional + 56)?;
         if u32_at(&head, count_at)? <= 14 {
             return Ok(None);
@@ -142,6 +132,7 @@ impl CodeMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables::u16_at;
 
     /// A mapped PE32+ image of 64 KB: headers, a CLI header at 0x2000 naming a ReadyToRun header
     /// at 0x2100 (one section list entry besides the runtime functions), runtime functions at

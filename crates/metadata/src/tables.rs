@@ -410,19 +410,7 @@ pub fn pe_metadata_range(len: u64, read: &mut dyn FnMut(u64, &mut [u8]) -> bool)
     if !read(0, &mut head) {
         return Err(Unreadable("cannot read the file's headers"));
     }
-    if head.get(..2) != Some(b"MZ") {
-        return Err(Unreadable("not a PE file"));
-    }
-    let pe = u32_at(&head, 0x3c)? as usize;
-    if u32_at(&head, pe)? != 0x0000_4550 {
-        return Err(Unreadable("no PE signature"));
-    }
-    let optional = pe + 24;
-    let directories = match u16_at(&head, optional)? {
-        0x10b => optional + 96,
-        0x20b => optional + 112,
-        _ => return Err(Unreadable("unknown optional header")),
-    };
+    let (_, directories) = pe_headers(&head)?;
     let cli_rva = u32_at(&head, directories + 14 * 8)?;
     let to_offset = |rva: u32| pe_rva_to_offset(&head, rva);
     let mut cli = [0u8; 16];
@@ -431,6 +419,24 @@ pub fn pe_metadata_range(len: u64, read: &mut dyn FnMut(u64, &mut [u8]) -> bool)
     }
     let (metadata_rva, size) = (u32_at(&cli, 8)?, u32_at(&cli, 12)? as usize);
     Ok((to_offset(metadata_rva)?, size))
+}
+
+/// Where a PE file's optional header and its data directories start in its headers `head`
+/// (checked: the MZ and PE signatures, a PE32 or PE32+ optional header).
+pub(crate) fn pe_headers(head: &[u8]) -> Result<(usize, usize)> {
+    if head.get(..2) != Some(b"MZ") {
+        return Err(Unreadable("not a PE file"));
+    }
+    let pe = u32_at(head, 0x3c)? as usize;
+    if u32_at(head, pe)? != 0x0000_4550 {
+        return Err(Unreadable("no PE signature"));
+    }
+    let optional = pe + 24;
+    match u16_at(head, optional)? {
+        0x10b => Ok((optional, optional + 96)),
+        0x20b => Ok((optional, optional + 112)),
+        _ => Err(Unreadable("unknown optional header")),
+    }
 }
 
 /// The metadata of a whole PE file held in memory (its CLI header's range, read and parsed).
