@@ -147,15 +147,16 @@ impl Images {
 
     /// The ReadyToRun image of file `path` that holds `ip`, and its base. The runtime maps the
     /// file more than once: whole (shared, for its metadata), and as an image, sections at their
-    /// RVAs, where the code section is mapped from the file's start too. So each mapping of the
-    /// file's start at or below `ip` is a candidate base, nearest first, and the image is the
-    /// first whose headers, read as mapped, lead to ReadyToRun code spanning `ip`.
+    /// RVAs, where the code section is mapped from the file's start too; an assembly inside a
+    /// single-file bundle is mapped from its offset in the bundle. So each mapping of the file
+    /// at or below `ip` is a candidate base, nearest first, and the image is the first whose
+    /// headers, read as mapped, lead to ReadyToRun code spanning `ip`.
     fn image(&mut self, ip: usize, path: &str, read: &dyn Fn(usize, &mut [u8]) -> bool) -> Option<(usize, &CodeMap)> {
         let candidates: Vec<usize> = self
             .maps
             .iter()
             .rev()
-            .filter(|(start, _, b)| *start <= ip && matches!(b, Backing::File { path: p, offset: 0 } if p == path))
+            .filter(|(start, _, b)| *start <= ip && matches!(b, Backing::File { path: p, .. } if p == path))
             .map(|&(start, _, _)| start)
             .take(8)
             .collect();
