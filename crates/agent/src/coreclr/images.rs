@@ -149,20 +149,29 @@ impl Images {
     /// file more than once: whole (shared, for its metadata), and as an image, sections at their
     /// RVAs, where the code section is mapped from the file's start too; an assembly inside a
     /// single-file bundle is mapped from its offset in the bundle. So each mapping of the file
-    /// at or below `ip` is a candidate base, nearest first, and the image is the first whose
-    /// headers, read as mapped, lead to ReadyToRun code spanning `ip`.
+    /// at or below `ip` is a candidate base — those of the file's start first, then the others,
+    /// nearest first (an image's sections may be split into many mappings) — and the image is
+    /// the first whose headers, read as mapped, lead to ReadyToRun code spanning `ip` (each
+    /// candidate read once).
     fn image(&mut self, ip: usize, path: &str, read: &dyn Fn(usize, &mut [u8]) -> bool) -> Option<(usize, &CodeMap)> {
-        let candidates: Vec<usize> = self
+        let mut candidates: Vec<(bool, usize)> = self
             .maps
             .iter()
             .rev()
-            .filter(|(start, _, b)| *start <= ip && matches!(b, Backing::File { path: p, .. } if p == path))
-            .map(|&(start, _, _)| start)
-            .take(8)
+            .filter_map(|(start, _, b)| match b {
+                Backing::File { path: p, offset } if p == path && *start <= ip => Some((*offset != 0, *start)),
+                _ => None,
+            })
             .collect();
+        // Stable: nearest first within each kind.
+        candidates.sort_by_key(|&(elsewhere, _)| elsewhere);
+        let candidates = candidates.into_iter().map(|(_, start)| start);
         let base = candidates.into_iter().find(|&base| {
             let image = self.images.entry(base).or_insert_with(|| {
                 let map = CodeMap::read(&mut |rva, buf| base.checked_add(rva as usize).is_some_and(|at| read(at, buf)));
+                if let Ok(Some(map)) = &map {
+                    crate::log::log!("ReadyToRun code: {path} at {base:#x}, {} runtime functions", map.len());
+                }
                 map.ok().flatten().map(|map| (base.saturating_add(map.size_of_image() as usize), map))
             });
             image.as_ref().is_some_and(|(end, _)| ip < *end)
@@ -285,6 +294,25 @@ mod tests {
         // Prepared code elsewhere (another image, the JIT's heaps) does not count.
         let mut others = console(&[0x7f0000040000, 0x55d0c0000000]);
         assert_eq!(others.verdict(0x7f0000011000, true, NO_MEMORY, NO_CALL), Verdict::NotYet);
+    }
+
+    #[test]
+    fn an_image_split_into_many_mappings_is_found() {
+        let mut maps =
+            String::from("7f0000000000-7f0000001000 r--p 00000000 08:01 77 /opt/dotnet/System.Console.dll\n");
+        for page in 0x10..0x30 {
+            let perms = if page % 2 == 0 { "r-xp" } else { "rw-p" };
+            maps += &format!(
+                "7f00000{page:02x}000-7f00000{:02x}000 {perms} {:08x} 08:01 77 /opt/dotnet/System.Console.dll\n",
+                page + 1,
+                (page - 0x10) * 0x1000
+            );
+        }
+        let mut images = Images { maps: parse_maps(&maps), ..Images::default() };
+        let map = CodeMap::new(vec![(0x10000, 0x30000)], 0x30000);
+        images.images.insert(0x7f0000000000, Some((0x7f0000030000, map)));
+        images.prepared(0x7f0000010000);
+        assert_eq!(images.verdict(0x7f000002f010, true, NO_MEMORY, NO_CALL), Verdict::Ask);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub fn count(from_file: bool) {
 }
 
 /// Sampled addresses in images that the runtime was not asked about (CoreCLR: see
-/// `coreclr::images`): not code at all, and code of no method known to be prepared yet.
+/// `coreclr::images`): not code at all, and not known to be safe to ask about yet.
 static NOT_CODE: AtomicU64 = AtomicU64::new(0);
 static NOT_YET: AtomicU64 = AtomicU64::new(0);
 
@@ -28,7 +28,7 @@ pub fn count_unasked(not_yet: bool) {
 /// How sampled methods were named so far, for the agent's log.
 pub fn summary() -> String {
     format!(
-        "names: {} from module files, {} from the runtime; addresses not asked about: {} not code, {} not prepared yet",
+        "names: {} from module files, {} from the runtime; addresses not asked about: {} not code, {} not known yet",
         FROM_FILE.load(Relaxed),
         FROM_RUNTIME.load(Relaxed),
         NOT_CODE.load(Relaxed),
