@@ -240,6 +240,7 @@ impl ClrFrames {
             return verdict;
         }
         let Some(info) = info() else { return verdict };
+        sampling::module_files::count_prepared_looked_up(pending.len());
         for function in pending {
             for start in info.code_version_starts(function) {
                 self.images.prepared(start);
@@ -291,6 +292,7 @@ static TABLE_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 pub(super) fn learn_osr(function: FunctionID) {
     let Some(info) = info() else { return };
     for regions in info.code_versions(function) {
+        super::images::compiled(&regions);
         let Some(&(entry, _)) = regions.first() else { continue };
         let mut start = [0u8; 8];
         if read_memory(entry, &mut start).is_some() && sampling::shapes::starts_osr(&start) {

@@ -27,8 +27,9 @@
 //! code heaps, stubs) are asked about as before: the runtime's lookup there checks what it reads.
 //! Addresses in memory without code are not — but the runtime reserves address space and maps
 //! images into it later (a second crash, found by the test of this: an address read as reserved
-//! memory from an older reading of the mappings was in an image by then), so only code and files
-//! are taken from an older reading, and anything else waits for a fresh one.
+//! memory from an older reading of the mappings was in an image by then), so an address that was
+//! reserved or unmapped at the last reading waits for a fresh one; code, files and data are
+//! taken from the last reading.
 //!
 //! Not covered: an image unloaded (a collectible load context) and another mapped at its address
 //! keeps the first one's prepared methods; hot/cold-split ReadyToRun code (not produced by
@@ -36,6 +37,7 @@
 
 use sonde_metadata::ready_to_run::CodeMap;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// What to do with an address that is not in a native library.
@@ -58,9 +60,10 @@ enum Backing {
     Code,
     /// A file, mapped from `offset`.
     File { path: String, offset: u64 },
-    /// Anything else: memory that holds no code (now), the kernel's own (`[stack]`, `[vvar]`).
-    /// The runtime reserves address space (inaccessible anonymous memory) and maps images and
-    /// code heaps into it later, so this may be out of date: see [`Images::backing`].
+    /// Address space reserved (inaccessible anonymous memory): the runtime maps images and code
+    /// heaps into it later, so this may be out of date: see [`Images::backing`].
+    Reserved,
+    /// Anything else: data (the heaps, stacks), the kernel's own (`[vvar]`).
     Other,
 }
 
@@ -71,11 +74,23 @@ pub(super) struct Images {
     maps: Vec<(usize, usize, Backing)>,
     /// When it was read.
     read_at: Option<std::time::Instant>,
+    /// Code the JIT compiled ([`compiled`]), by start: its end.
+    compiled: BTreeMap<usize, usize>,
     /// PE images by base address: their ReadyToRun code (`None`: none, or unreadable).
     images: BTreeMap<usize, Option<(usize, CodeMap)>>,
     /// Code versions the runtime handed out, by start address (ReadyToRun entry points among
     /// them).
     prepared: BTreeSet<usize>,
+}
+
+/// Code the JIT compiled, as `(start, size)` regions, since the drain last looked (pushed on the
+/// compiling thread, by `frames::learn_osr`, which reads them anyway).
+static COMPILED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// The JIT compiled code in `regions`: an address in them is code without a new reading of the
+/// mappings (most of what a JIT-heavy program's new mappings hold).
+pub(super) fn compiled(regions: &[(usize, usize)]) {
+    COMPILED.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(regions);
 }
 
 /// Set when the runtime reports every ReadyToRun method it prepares (`COR_PRF_MONITOR_CACHE_SEARCHES`
@@ -127,19 +142,32 @@ impl Images {
     }
 
     /// The backing of the mapping containing `ip` (`None`: unmapped), and whether that is up to
-    /// date. Code and files are taken from the last reading of `/proc/self/maps` (the runtime
-    /// never maps one over the other); anything else is read again, at most every
-    /// [`REREAD`] (an address in memory reserved then may be in an image mapped since: asking
-    /// about it as code was a crash).
+    /// date. Code, files and data are taken from the last reading of `/proc/self/maps` (the
+    /// runtime maps code into reserved or free address space, never over any of those); an
+    /// address reserved or unmapped then is read again, at most every [`REREAD`] (an address in
+    /// memory reserved then may be in an image mapped since: asking about it as code was a
+    /// crash).
     fn backing(&mut self, ip: usize) -> (Option<Backing>, bool) {
         let found = find(&self.maps, ip).cloned();
-        if matches!(found, Some(Backing::Code | Backing::File { .. })) {
+        if matches!(found, Some(Backing::Code | Backing::File { .. } | Backing::Other)) {
             return (found, true);
+        }
+        // Mapped since: code the JIT compiled, most often.
+        for (start, size) in std::mem::take(&mut *COMPILED.lock().unwrap_or_else(|e| e.into_inner())) {
+            self.compiled.insert(start, start.saturating_add(size));
+        }
+        if self.compiled.range(..=ip).next_back().is_some_and(|(_, &end)| ip < end) {
+            return (Some(Backing::Code), true);
+        }
+        // Still inaccessible (or unmapped): no code now, nothing to read the mappings for.
+        if !readable(ip) {
+            return (found, false);
         }
         if self.read_at.is_some_and(|at| at.elapsed() < REREAD) {
             return (found, false);
         }
         let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return (found, false) };
+        crate::sampling::module_files::count_maps_read();
         self.maps = parse_maps(&text);
         self.read_at = Some(std::time::Instant::now());
         (find(&self.maps, ip).cloned(), true)
@@ -180,9 +208,19 @@ impl Images {
     }
 }
 
-/// How often `/proc/self/maps` is read at most (a reading costs ~100 µs; addresses in memory
-/// without code are found at start-up mostly).
-const REREAD: std::time::Duration = std::time::Duration::from_millis(20);
+/// How often `/proc/self/maps` is read at most: a reading of a .NET process's costs 0.2 to
+/// 0.7 ms here, and Mono's C# compiler on .NET met new mappings 27 times in 0.7 s (2% of its CPU)
+/// before the JIT's code was learnt from the JIT and inaccessible memory was told by a probe.
+const REREAD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Whether the byte at `ip` can be read (mapped, and not inaccessible), without faulting.
+fn readable(ip: usize) -> bool {
+    let mut byte = [0u8; 1];
+    let local = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let remote = libc::iovec { iov_base: ip as *mut libc::c_void, iov_len: 1 };
+    // SAFETY: the kernel reads one byte of this process at `ip` into `byte`, or fails cleanly.
+    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) == 1 }
+}
 
 fn find(maps: &[(usize, usize, Backing)], ip: usize) -> Option<&Backing> {
     let at = maps.partition_point(|&(start, _, _)| start <= ip);
@@ -204,6 +242,8 @@ fn parse_maps(text: &str) -> Vec<(usize, usize, Backing)> {
             let anonymous = path.is_empty() || path.starts_with("/memfd:") || path.starts_with("[anon");
             let backing = if anonymous && perms.as_bytes().get(2) == Some(&b'x') {
                 Backing::Code
+            } else if anonymous && perms.starts_with("---") {
+                Backing::Reserved
             } else if !anonymous && path.starts_with('/') && inode != "0" {
                 Backing::File { path: path.to_string(), offset: u64::from_str_radix(offset, 16).ok()? }
             } else {
@@ -256,7 +296,7 @@ mod tests {
         assert_eq!(find(&maps, 0x7f0000020010), Some(&Backing::Code));
         assert_eq!(find(&maps, 0x7f0000040010), Some(&Backing::Code), "a memfd code heap");
         assert_eq!(find(&maps, 0x7f0000050010), Some(&Backing::Other), "the heap's writable view");
-        assert_eq!(find(&maps, 0x7f0000030010), Some(&Backing::Other), "reserved");
+        assert_eq!(find(&maps, 0x7f0000030010), Some(&Backing::Reserved));
         assert_eq!(find(&maps, 0x7ffd00000010), Some(&Backing::Other));
         assert!(matches!(find(&maps, 0x7f0000012010), Some(Backing::File { offset: 0x3000, .. })));
         assert_eq!(find(&maps, 0x7f0000014000), None);
@@ -268,16 +308,31 @@ mod tests {
         let mut images = console(&[]);
         assert_eq!(images.verdict(0x7f0000040010, true, NO_MEMORY, NO_CALL), Verdict::Ask);
         assert_eq!(images.verdict(0x7f0000020010, true, NO_MEMORY, NO_CALL), Verdict::Ask);
-        // Read again just now: this process's own stack, reserved memory, nothing.
+        // Data is never code.
+        assert_eq!(images.verdict(0x7ffd00000010, true, NO_MEMORY, A_CALL), Verdict::Never, "a stack");
+        assert_eq!(images.verdict(0x7f0000050010, true, NO_MEMORY, A_CALL), Verdict::Never, "a heap's writable view");
+        // Read just now: reserved memory, nothing, may be code by the next reading.
         images.maps = parse_maps(MAPS);
         images.read_at = Some(std::time::Instant::now());
-        for ip in [0x7ffd00000010, 0x7f0000030010, 0x10] {
+        for ip in [0x7f0000030010, 0x10] {
             assert_eq!(images.verdict(ip, true, NO_MEMORY, A_CALL), Verdict::NotYet, "{ip:#x}: maybe mapped since");
         }
-        let local = 0u64;
+        // Unmapped (nothing to read the mappings again for); a stack mapped since the last
+        // reading (read again, and then known).
         images.read_at = None;
+        assert_eq!(images.verdict(0x10, true, NO_MEMORY, A_CALL), Verdict::NotYet, "unmapped");
+        assert!(images.read_at.is_none(), "read again for an unmapped address");
+        let local = 0u64;
         let on_stack = std::ptr::from_ref(&local) as usize;
+        images.maps.clear();
         assert_eq!(images.verdict(on_stack, true, NO_MEMORY, A_CALL), Verdict::Never, "read again");
+        assert!(images.read_at.is_some());
+        // Code the JIT compiled since: known without a reading.
+        images.maps.clear();
+        images.read_at = Some(std::time::Instant::now());
+        let jitted = on_stack & !0xfff;
+        compiled(&[(jitted, 0x1000)]);
+        assert_eq!(images.verdict(on_stack, true, NO_MEMORY, A_CALL), Verdict::Ask, "compiled");
     }
 
     #[test]

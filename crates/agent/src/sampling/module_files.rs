@@ -20,6 +20,21 @@ pub fn count(from_file: bool) {
 static NOT_CODE: AtomicU64 = AtomicU64::new(0);
 static NOT_YET: AtomicU64 = AtomicU64::new(0);
 
+/// Readings of `/proc/self/maps` to tell code from data, and prepared methods whose code was
+/// looked up (CoreCLR: `coreclr::images`).
+static MAPS_READ: AtomicU64 = AtomicU64::new(0);
+static PREPARED_LOOKED_UP: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a reading of `/proc/self/maps`.
+pub fn count_maps_read() {
+    MAPS_READ.fetch_add(1, Relaxed);
+}
+
+/// Counts `n` prepared methods whose code was looked up.
+pub fn count_prepared_looked_up(n: usize) {
+    PREPARED_LOOKED_UP.fetch_add(n as u64, Relaxed);
+}
+
 /// Counts a sampled address the runtime was not asked about: with `not_yet`, for now.
 pub fn count_unasked(not_yet: bool) {
     if not_yet { &NOT_YET } else { &NOT_CODE }.fetch_add(1, Relaxed);
@@ -28,11 +43,14 @@ pub fn count_unasked(not_yet: bool) {
 /// How sampled methods were named so far, for the agent's log.
 pub fn summary() -> String {
     format!(
-        "names: {} from module files, {} from the runtime; addresses not asked about: {} not code, {} not known yet",
+        "names: {} from module files, {} from the runtime; addresses not asked about: {} not code, {} not known yet \
+         ({} readings of the mappings, {} prepared methods looked up)",
         FROM_FILE.load(Relaxed),
         FROM_RUNTIME.load(Relaxed),
         NOT_CODE.load(Relaxed),
-        NOT_YET.load(Relaxed)
+        NOT_YET.load(Relaxed),
+        MAPS_READ.load(Relaxed),
+        PREPARED_LOOKED_UP.load(Relaxed)
     )
 }
 
