@@ -232,10 +232,12 @@ impl ClrFrames {
                 && sampling::shapes::ends_with_call(&code)
         };
         let verdict = self.images.verdict(ip, complete, &read, &follows_call);
-        if verdict != Verdict::NotYet {
-            return verdict;
-        }
-        let pending = std::mem::take(&mut *PREPARED.lock().unwrap_or_else(|e| e.into_inner()));
+        let pending = {
+            let mut queue = PREPARED.lock().unwrap_or_else(|e| e.into_inner());
+            // (Taken in now and then too, so that the list stays small.)
+            let wanted = verdict == Verdict::NotYet || queue.len() >= super::images::QUEUE_BOUND;
+            if wanted { std::mem::take(&mut *queue) } else { Vec::new() }
+        };
         if pending.is_empty() {
             return verdict;
         }
@@ -245,6 +247,9 @@ impl ClrFrames {
             for start in info.code_version_starts(function) {
                 self.images.prepared(start);
             }
+        }
+        if verdict != Verdict::NotYet {
+            return verdict;
         }
         self.images.verdict(ip, complete, &read, &follows_call)
     }

@@ -45,10 +45,12 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 pub(super) enum Verdict {
     /// The runtime may be asked.
     Ask,
-    /// Never code the runtime knows: unmapped, an image's headers or data, an image without
+    /// Never code the runtime knows: data, an image's headers or metadata, an image without
     /// ReadyToRun code.
     Never,
-    /// ReadyToRun code, but no prepared method is known to start at or before it (yet).
+    /// Not now, perhaps later (not to be remembered): ReadyToRun code with no prepared method
+    /// known to start at or before it yet, or memory that was reserved or unmapped at the last
+    /// reading of the mappings.
     NotYet,
 }
 
@@ -82,6 +84,10 @@ pub(super) struct Images {
     /// them).
     prepared: BTreeSet<usize>,
 }
+
+/// How many entries a queue the program's threads fill ([`compiled`], `frames::prepared`) holds
+/// before the drain takes them in whether it needs them or not.
+pub(super) const QUEUE_BOUND: usize = 4096;
 
 /// Code the JIT compiled, as `(start, size)` regions, since the drain last looked (pushed on the
 /// compiling thread, by `frames::learn_osr`, which reads them anyway).
@@ -150,12 +156,12 @@ impl Images {
     fn backing(&mut self, ip: usize) -> (Option<Backing>, bool) {
         let found = find(&self.maps, ip).cloned();
         if matches!(found, Some(Backing::Code | Backing::File { .. } | Backing::Other)) {
+            // (Taken in now and then, so that the list stays small whatever the JIT does.)
+            self.take_compiled(QUEUE_BOUND);
             return (found, true);
         }
         // Mapped since: code the JIT compiled, most often.
-        for (start, size) in std::mem::take(&mut *COMPILED.lock().unwrap_or_else(|e| e.into_inner())) {
-            self.compiled.insert(start, start.saturating_add(size));
-        }
+        self.take_compiled(0);
         if self.compiled.range(..=ip).next_back().is_some_and(|(_, &end)| ip < end) {
             return (Some(Backing::Code), true);
         }
@@ -171,6 +177,17 @@ impl Images {
         self.maps = parse_maps(&text);
         self.read_at = Some(std::time::Instant::now());
         (find(&self.maps, ip).cloned(), true)
+    }
+
+    /// Takes in the code the JIT compiled since the last look, when at least `at_least` regions
+    /// wait.
+    fn take_compiled(&mut self, at_least: usize) {
+        let mut queue = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+        if queue.len() >= at_least.max(1) {
+            for (start, size) in std::mem::take(&mut *queue) {
+                self.compiled.insert(start, start.saturating_add(size));
+            }
+        }
     }
 
     /// The ReadyToRun image of file `path` that holds `ip`, and its base. The runtime maps the
