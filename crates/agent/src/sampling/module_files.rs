@@ -42,11 +42,13 @@ pub fn count_unasked(not_yet: bool) {
 
 /// How sampled methods were named so far, for the agent's log.
 pub fn summary() -> String {
+    format!("names: {} from module files, {} from the runtime", FROM_FILE.load(Relaxed), FROM_RUNTIME.load(Relaxed))
+}
+
+/// The sampled addresses the runtime was not asked about so far, for the agent's log (CoreCLR).
+pub fn unasked_summary() -> String {
     format!(
-        "names: {} from module files, {} from the runtime; addresses not asked about: {} not code, {} not known yet \
-         ({} readings of the mappings, {} prepared methods looked up)",
-        FROM_FILE.load(Relaxed),
-        FROM_RUNTIME.load(Relaxed),
+        "addresses not asked about: {} not code, {} not known yet ({} readings of the mappings, {} prepared methods looked up)",
         NOT_CODE.load(Relaxed),
         NOT_YET.load(Relaxed),
         MAPS_READ.load(Relaxed),

@@ -301,6 +301,7 @@ pub fn final_snapshot(why: &str) {
             );
         }
         log!("{}", sampling::module_files::summary());
+        log!("{}", sampling::module_files::unasked_summary());
     }
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
