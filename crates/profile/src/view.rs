@@ -9,7 +9,9 @@
 //! - **show**: every frame as recorded.
 //! - **fold** (the default): a run of frames of one class, caller to callee, becomes one frame
 //!   named after its entry point (the run's outermost frame), holding the run's own time; what
-//!   the run called outside the class hangs below it. The native run a thread starts with — the
+//!   the run called outside the class hangs below it; a runtime wrapper inside a framework run
+//!   (Mono's `(wrapper runtime-invoke)` of a class constructor the framework needed) does not
+//!   end it. The native run a thread starts with — the
 //!   host's start-up (`libc → dotnet → hostfxr → hostpolicy → coreclr_execute_assembly`), or a
 //!   native thread's entry — becomes one `[runtime]` frame.
 //! - **hide**: the frames disappear; their own time goes to the nearest frame above them that is
@@ -63,6 +65,12 @@ fn starts_a_thread(profile: &Profile, method: u32) -> bool {
     const ENTRIES: [&str; 6] = ["__libc_start", "_start", "start_thread", "clone", "__clone", "thread_start"];
     let program = profile.run.command.first().map(|c| c.rsplit('/').next().unwrap_or(c));
     ENTRIES.iter().any(|e| symbol.starts_with(e)) || (symbol.is_empty() && program == Some(library))
+}
+
+/// A runtime-generated wrapper (Mono's `(wrapper runtime-invoke) …`, `(wrapper managed-to-native)
+/// …`): code neither the program nor a library wrote, between two frames of one of them.
+fn is_runtime_glue(profile: &Profile, method: u32) -> bool {
+    profile.methods[method as usize].name.starts_with("(wrapper ")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +129,14 @@ pub fn apply(profile: &Profile, view: View) -> Cow<'_, Profile> {
         let new_parent = parent.map(|(node, _, _)| node);
         let (target, folded) = match (policy, parent) {
             (Show::Show, _) => (old.method, false),
+            // Mono's glue inside a framework run (a class constructor the runtime invokes, a
+            // call into the runtime) is part of that run: the framework frames it leads to go
+            // on with it instead of starting a run of their own.
+            (Show::Fold, Some((node, Class::Framework, true))) if is_runtime_glue(profile, old.method) => {
+                absorb(&mut nodes[node as usize], old);
+                placed.push((node, Class::Framework, true));
+                continue;
+            }
             // The run goes on: this frame's time joins the run's frame.
             (Show::Fold, Some((node, parent_class, true))) if parent_class == class => {
                 absorb(&mut nodes[node as usize], old);
@@ -368,6 +384,44 @@ mod tests {
         // Shown in full, every node keeps its own.
         let all = apply(&profile, View::ALL);
         assert_eq!(all.sources.node_lines, profile.sources.node_lines);
+    }
+
+    /// Mono: a sample in a framework class constructor the runtime invoked while the framework
+    /// ran (List.Sort → runtime-invoke → ArraySortHelper's .cctor) folds into the framework's
+    /// entry point; one invoked from the program's own code starts a run of its own.
+    #[test]
+    fn a_runtime_wrapper_inside_a_framework_run_does_not_end_it() {
+        let mut b = Builder::new();
+        let t = b.thread();
+        let names = [
+            "Acme.Jmc.Main",
+            "System.Collections.Generic.List<System.Int32>.Sort",
+            "(wrapper runtime-invoke) object:runtime_invoke_void (object,intptr,intptr,intptr)",
+            "System.Collections.Generic.ArraySortHelper<System.Int32>..cctor",
+            "[native] mono",
+            "System.Console..cctor",
+        ];
+        let m: Vec<u32> = names.iter().map(|n| b.method(n)).collect();
+        let main = b.node(t, None, m[0], 1, 10, 0);
+        let sort = b.node(t, Some(main), m[1], 1, 20, 0);
+        let invoke = b.node(t, Some(sort), m[2], 1, 30, 0);
+        let cctor = b.node(t, Some(invoke), m[3], 1, 40, 0);
+        b.node(t, Some(cctor), m[4], 1, 50, 0);
+        let from_main = b.node(t, Some(main), m[2], 1, 60, 0);
+        b.node(t, Some(from_main), m[5], 1, 70, 0);
+        let mut profile = b.finish();
+        profile.framework = Some(vec![m[1], m[3], m[5]]);
+        let shown = apply(&profile, View::default());
+        shown.validate().unwrap();
+        let rows: Vec<(usize, String)> = shape(&shown).into_iter().map(|r| (r.0, r.1)).collect();
+        let want = [
+            (1, names[2]), // the runtime invoking Console's .cctor for Main: a run of its own
+            (0, names[0]),
+            (1, names[1]), // Sort, with the .cctor it needed
+            (2, names[5]),
+            (2, names[4]),
+        ];
+        assert_eq!(rows, want.map(|(d, n)| (d, n.to_string())));
     }
 
     const NAMES: [&str; 6] = [
