@@ -14,6 +14,7 @@ pub fn print(profile: &Profile, path: &Path) {
     let analysis = Analysis::new(profile);
     let totals = analysis.totals();
     faults(profile);
+    precompiled(profile);
     if profile.run.mode == Mode::Coverage {
         let lines = &profile.coverage.lines;
         let ran = lines.iter().filter(|l| l.hits > 0).count();
@@ -97,4 +98,20 @@ fn faults(profile: &Profile) {
         n => format!("; {n} rules not applied (sonde report)"),
     };
     crate::say!("sonde: {} faults injected by {} rules{outcome}{unapplied}", count(thrown), faults.rules.len());
+}
+
+/// Mono code that ran from precompiled (AOT) images, unseen by tracing and coverage, in one line.
+fn precompiled(profile: &Profile) {
+    let images = &profile.events.loading.precompiled;
+    if images.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = images.iter().map(|p| p.rsplit('/').next().unwrap_or(p)).collect();
+    let what = if profile.run.mode == Mode::Coverage { "covered" } else { "traced" };
+    crate::say!(
+        "sonde: pid {}: code from {} precompiled (AOT) images ran without being {what}: {} (the program's own Mono options turned AOT back on: -O=all or --full-aot)",
+        profile.run.pid,
+        names.len(),
+        Clean(&names.join(", "))
+    );
 }

@@ -166,9 +166,9 @@ fn a_launched_program_killed_keeps_all_but_its_last_second() {
     assert!(wall >= 1_800_000_000, "the profile ends at {:.2} s of a 3.6 s run", wall as f64 / 1e9);
 }
 
-/// A process in a private mount namespace with its own /tmp (a container seen from the host):
-/// its diagnostics socket, the agent's copy and the session's socket all live in its /tmp, which
-/// this namespace reaches only through /proc/PID/root.
+/// A process in a private mount namespace with its own temporary directory (a container seen
+/// from the host): its diagnostics socket, the agent's copy and the session's socket all live
+/// there, which this namespace reaches only through /proc/PID/root.
 #[test]
 fn attach_into_a_private_mount_namespace() {
     attach_into_namespaces(&["--mount", "--propagation", "private"]);
@@ -182,17 +182,24 @@ fn attach_into_a_private_pid_and_mount_namespace() {
     attach_into_namespaces(&["--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private"]);
 }
 
+/// The namespace's temporary directory is a tmpfs mounted on a fresh directory and named by
+/// `TMPDIR` (where the runtime puts its diagnostics socket and the attach puts the agent), not a
+/// tmpfs over `/tmp` itself: that would hide the runtime and the test programs of a checkout
+/// cloned under `/tmp` (issue 37, item 8).
 fn attach_into_namespaces(unshare_args: &[&str]) {
     if !rustix::process::geteuid().is_root() {
         panic!("this test makes namespaces and needs root (as CI runs it)");
     }
     let dir = scratch();
     let stop = dir.path().join("stop");
+    let own_tmp = dir.path().join("ns-tmp");
+    std::fs::create_dir(&own_tmp).unwrap();
     let script = format!(
-        "mount -t tmpfs tmpfs /tmp && exec {} {} {}",
+        "mount -t tmpfs tmpfs '{tmp}' && TMPDIR='{tmp}' exec '{}' '{}' '{}'",
         dotnet().display(),
         app("Service").display(),
-        stop.display()
+        stop.display(),
+        tmp = own_tmp.display(),
     );
     let unshare = PathBuf::from("/usr/bin/unshare");
     let mut args: Vec<OsString> = unshare_args.iter().map(OsString::from).collect();
@@ -201,19 +208,14 @@ fn attach_into_namespaces(unshare_args: &[&str]) {
     service.wait_for_line("ready", Duration::from_secs(60));
     // `unshare` execs sh, which execs dotnet: the same process — or, with `--fork`, its child.
     let pid = if unshare_args.contains(&"--fork") { child_of(service.pid()) } else { service.pid() };
-    let own_tmp = std::fs::read_dir(format!("/proc/{pid}/root/tmp")).unwrap().flatten().count();
+    let names =
+        |dir: &Path| -> Vec<OsString> { std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name()).collect() };
+    let theirs = names(&Path::new(&format!("/proc/{pid}/root")).join(own_tmp.strip_prefix("/").unwrap()));
     assert!(
-        !std::fs::read_dir("/tmp").unwrap().flatten().any(|e| e
-            .file_name()
-            .to_string_lossy()
-            .starts_with("dotnet-diagnostic-")
-            && std::fs::read_dir(format!("/proc/{pid}/root/tmp"))
-                .unwrap()
-                .flatten()
-                .any(|own| own.file_name() == e.file_name())),
-        "the process's diagnostics socket is visible in this namespace's /tmp: not a private /tmp"
+        theirs.iter().any(|n| n.to_string_lossy().starts_with("dotnet-diagnostic-")),
+        "no diagnostics socket in the process's own temporary directory: {theirs:?}"
     );
-    assert!(own_tmp >= 1, "nothing in the process's own /tmp");
+    assert!(names(&own_tmp).is_empty(), "the process's temporary directory is visible here: not private");
     let file = dir.path().join("ns.sonde");
     let out = attach(pid, "1", &file, &[]);
     assert_eq!(out.code(), 0, "{}", out.describe());

@@ -168,6 +168,7 @@ fn nasty_events() -> RuntimeEvents {
         loading: Loading {
             methods_compiled: 1,
             jit_ns: 100_000,
+            precompiled: Vec::new(),
             modules: vec![ModuleLoad {
                 name: NASTY_MODULE.into(),
                 path: format!("/tmp/{NASTY_MODULE}"),

@@ -119,6 +119,40 @@ fn c_recursion_pointers_longjmp_and_threads(compiler: &str) {
     assert!(text.contains("87.5%  7 of 8") && text.contains("    calls!unused\n"), "{text}");
 }
 
+/// A function called after a `longjmp` hangs under the frame the jump returned to, not under the
+/// one it abandoned (issue 37, item 2): `lj_mid` and `after_longjmp` are both called from
+/// `lj_outer`'s frame, at the same frame position, as an inlined callee's hooks are (`bump` in
+/// `after_longjmp` at -O1 and above); `lj_mid` three times from one call instruction.
+#[test]
+fn a_call_after_longjmp_is_a_sibling_of_the_abandoned_frame_gcc() {
+    for level in ["-O0", "-O1", "-O2"] {
+        call_after_longjmp("gcc", level);
+    }
+}
+
+#[test]
+fn a_call_after_longjmp_is_a_sibling_of_the_abandoned_frame_clang() {
+    for level in ["-O0", "-O1", "-O2"] {
+        call_after_longjmp("clang", level);
+    }
+}
+
+fn call_after_longjmp(compiler: &str, level: &str) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = compile_native(compiler, "longjmp.c", &dir.path().join("longjmp"), &[level]);
+    let report = record_native(&exe, &[], "sink 8");
+    let edges = edges(&report);
+    let at = format!("{compiler} {level}: {edges:?}");
+    for (function, expected) in [("lj_outer", 1), ("lj_mid", 3), ("lj_deep", 3), ("after_longjmp", 1), ("bump", 1)] {
+        assert_eq!(calls(&report, function), expected, "{function}, {at}");
+    }
+    assert_eq!(sum_calls(&edges, "lj_outer", Some("main")), 1, "{at}");
+    assert_eq!(sum_calls(&edges, "lj_mid", Some("lj_outer")), 3, "{at}");
+    assert_eq!(sum_calls(&edges, "lj_deep", Some("lj_mid")), 3, "{at}");
+    assert_eq!(sum_calls(&edges, "after_longjmp", Some("lj_outer")), 1, "{at}");
+    assert_eq!(sum_calls(&edges, "bump", Some("after_longjmp")), 1, "{at}");
+}
+
 #[test]
 fn cpp_virtual_calls_exceptions_and_inlined_functions_are_counted_exactly_gcc() {
     cpp_virtual_calls_exceptions_and_inlined_functions("g++");

@@ -10,8 +10,8 @@
 
 use crate::collector::Session;
 use sonde_profile::{
-    Compensation, Instantiation, Method, Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread,
-    Timing,
+    Compensation, Instantiation, Loading, Method, Mode, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents,
+    Thread, Timing,
 };
 use sonde_protocol::{HookCost, NodeRecord};
 
@@ -144,7 +144,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         gc: snapshot.events.gc.clone(),
         allocations: snapshot.allocations.clone(),
         nodes: node_events,
-        loading: snapshot.loading.clone(),
+        loading: Loading { precompiled: snapshot.precompiled.clone(), ..snapshot.loading.clone() },
         timeline: snapshot.timeline.clone(),
         call_trace: snapshot.call_trace.clone(),
         faults: snapshot.faults.clone(),
@@ -177,7 +177,11 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
             method_args: m.method_args.clone(),
         })
         .collect();
-    let framework = Some(framework_methods(session, &run.command, hello.pid));
+    // The files both the user's command and the process's own command line name: the agent
+    // decided what to trace from the latter (a wrapper script such as Debian's `mcs` names the
+    // assembly only there).
+    let named: Vec<String> = run.command.iter().chain(&hello.command_line).cloned().collect();
+    let framework = Some(framework_methods(session, &named, hello.pid));
     let mut coverage = if run.mode == Mode::Tracing { native_coverage(&methods) } else { Default::default() };
     coverage.managed = blocks;
     coverage.managed.sort_by_key(|b| b.method);
@@ -207,7 +211,7 @@ fn native_coverage(methods: &[Method]) -> sonde_profile::Coverage {
 }
 
 /// The ids of the managed methods that are framework code, ascending (`sonde_profile::origin`):
-/// by the path each method's module was loaded from, against the files the command named
+/// by the path each method's module was loaded from, against the files the command lines named
 /// (relative ones resolved in the process's working directory while it runs, else this one's,
 /// which a launched program inherits).
 fn framework_methods(session: &Session, command: &[String], pid: u32) -> Vec<u32> {

@@ -75,7 +75,7 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
     for var in config::ALL_VARS {
         command.env_remove(var);
     }
-    command.envs(environment(agent, mono_dir.as_deref(), config, has_aot_image(program)));
+    command.envs(environment(agent, mono_dir.as_deref(), config));
     // Preloaded, the agent's compiler hooks come before glibc's empty ones: a native program
     // built with -finstrument-functions is traced through them (a native session: agent
     // `native`), and with --native-hooks in tracing mode an instrumented library a .NET program
@@ -131,7 +131,7 @@ fn mono_module_dir(agent: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig, aot: bool) -> Vec<(String, OsString)> {
+fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig) -> Vec<(String, OsString)> {
     let mut env: Vec<(String, OsString)> = vec![
         ("CORECLR_ENABLE_PROFILING".into(), "1".into()),
         ("CORECLR_PROFILER".into(), PROFILER_CLSID.into()),
@@ -141,48 +141,30 @@ fn environment(agent: &Path, mono_dir: Option<&Path>, config: &AgentConfig, aot:
         env.push(("LD_LIBRARY_PATH".into(), prepend(dir.as_os_str(), std::env::var_os("LD_LIBRARY_PATH"), ":")));
         env.push((
             "MONO_ENV_OPTIONS".into(),
-            append_option(std::env::var_os("MONO_ENV_OPTIONS"), &mono_options(config, aot)),
+            append_option(std::env::var_os("MONO_ENV_OPTIONS"), &mono_options(config)),
         ));
     }
     env.extend(config.to_env().into_iter().map(|(k, v)| (k.to_string(), v.into())));
     env
 }
 
-/// What Mono is asked for: the profiler module, and, when tracing may select framework code or
-/// the program itself was precompiled (`program_aot`), no precompiled (AOT) code — Debian's Mono
-/// runs `mscorlib` and its own `mcs.exe` from AOT images, which have no enter/leave
-/// instrumentation (CoreCLR's equivalent is `COR_PRF_DISABLE_ALL_NGEN_IMAGES`). Sampling changes
-/// no code generation: AOT code is sampled like the rest.
-fn mono_options(config: &AgentConfig, program_aot: bool) -> String {
-    if config.mode == Mode::Tracing && (config.filter.may_trace_framework() || program_aot) {
+/// What Mono is asked for: the profiler module, and in tracing and coverage modes no precompiled
+/// (AOT) code. AOT code has no enter/leave instrumentation and no coverage counters, and Mono
+/// runs from AOT images more often than not: Debian's `mono-runtime` builds them for `mscorlib`
+/// and its own programs (`mcs.exe`) when they are installed. Whether the program has an image
+/// cannot be told from the command (`mono` found through `PATH`, a wrapper script such as `mcs`
+/// that names the assembly itself, a Mono program started by another program), so the rule is
+/// the mode's, whatever the command — CoreCLR's equivalent is `COR_PRF_DISABLE_ALL_NGEN_IMAGES`.
+/// It costs start-up: the JIT compiles what the images held (BENCHMARKS.md, "Mono: tracing
+/// without AOT images"). The program's own options can still turn AOT on (`mono -O=all`); the
+/// agent then reports the images whose code ran unseen (`agent/src/mono/precompiled.rs`).
+/// Sampling changes no code generation: AOT code is sampled like the rest.
+fn mono_options(config: &AgentConfig) -> String {
+    if matches!(config.mode, Mode::Tracing | Mode::Coverage) {
         format!("-O=-aot {MONO_OPTION}")
     } else {
         MONO_OPTION.to_string()
     }
-}
-
-/// Whether an assembly the command names has a Mono AOT image: `<assembly>.so` beside it, or in
-/// Mono's AOT cache (`<prefix>/lib/mono/aot-cache/<arch>/<file>.so`, where Debian puts those of
-/// `mscorlib` and `mcs.exe`; the prefix is the Mono binary's).
-fn has_aot_image(command: &[String]) -> bool {
-    let Some(mono) = command.first().map(Path::new) else { return false };
-    let mono = mono.canonicalize().unwrap_or_else(|_| mono.to_path_buf());
-    let cache = mono.parent().and_then(Path::parent).map(|prefix| prefix.join("lib/mono/aot-cache"));
-    command[1..]
-        .iter()
-        .map(Path::new)
-        .filter(|a| a.extension().is_some_and(|e| e == "exe" || e == "dll") && a.is_file())
-        .any(|assembly| {
-            let Some(name) = assembly.file_name() else { return false };
-            let mut beside = assembly.as_os_str().to_owned();
-            beside.push(".so");
-            let cached = |arch: std::fs::DirEntry| arch.path().join(format!("{}.so", name.to_string_lossy())).is_file();
-            Path::new(&beside).is_file()
-                || cache
-                    .as_ref()
-                    .and_then(|c| std::fs::read_dir(c).ok())
-                    .is_some_and(|mut d| d.any(|e| e.is_ok_and(cached)))
-        })
 }
 
 /// `first`, `separator`, `existing` — or `first` alone when there is nothing (an empty entry of
@@ -289,12 +271,11 @@ mod tests {
         assert_eq!(append_option(None, MONO_OPTION), "--profile=sonde");
         assert_eq!(append_option(Some("--debug".into()), MONO_OPTION), "--debug --profile=sonde");
         let mut config = AgentConfig { mode: Mode::Tracing, ..AgentConfig::default() };
-        assert_eq!(mono_options(&config, false), "--profile=sonde");
-        assert_eq!(mono_options(&config, true), "-O=-aot --profile=sonde", "a precompiled program is traced");
-        config.filter.all = true;
-        assert_eq!(mono_options(&config, false), "-O=-aot --profile=sonde");
+        assert_eq!(mono_options(&config), "-O=-aot --profile=sonde", "whatever the filter");
+        config.mode = Mode::Coverage;
+        assert_eq!(mono_options(&config), "-O=-aot --profile=sonde");
         config.mode = Mode::Sampling;
-        assert_eq!(mono_options(&config, true), "--profile=sonde", "sampling keeps AOT code");
+        assert_eq!(mono_options(&config), "--profile=sonde", "sampling keeps AOT code");
     }
 
     #[test]

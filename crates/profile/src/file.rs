@@ -39,6 +39,7 @@
 //! | `coverage_lines` | `Coverage::lines` ([`crate::model::LineHits`]: coverage mode's lines) | version 2 |
 //! | `call_trace` | `RuntimeEvents::call_trace` ([`crate::trace::CallTrace`]: each thread's latest calls) | version 2 |
 //! | `faults` | `RuntimeEvents::faults` ([`crate::model::Faults`]: the error simulator's rules and faults) | version 2 |
+//! | `precompiled` | `Loading::precompiled` (Mono AOT images whose code ran untraced) | version 2 |
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -176,6 +177,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if events.loading != Default::default() {
         list.push(("loading".to_string(), encode(&events.loading)));
     }
+    if !events.loading.precompiled.is_empty() {
+        list.push(("precompiled".to_string(), encode(&events.loading.precompiled)));
+    }
     if events.timeline != Default::default() {
         list.push(("timeline".to_string(), encode(&events.timeline)));
     }
@@ -222,7 +226,13 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
             }
             "allocations" => profile.events.allocations = postcard::from_bytes(bytes)?,
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
-            "loading" => profile.events.loading = postcard::from_bytes(bytes)?,
+            "loading" => {
+                // Its own extension carries `precompiled` (read before or after this one).
+                let precompiled = std::mem::take(&mut profile.events.loading.precompiled);
+                profile.events.loading = postcard::from_bytes(bytes)?;
+                profile.events.loading.precompiled = precompiled;
+            }
+            "precompiled" => profile.events.loading.precompiled = postcard::from_bytes(bytes)?,
             "timeline" => profile.events.timeline = postcard::from_bytes(bytes)?,
             "call_trace" => profile.events.call_trace = postcard::from_bytes(bytes)?,
             "faults" => profile.events.faults = postcard::from_bytes(bytes)?,

@@ -598,6 +598,13 @@ pub struct Loading {
     /// Modules (assemblies' files) in the order they loaded, at most
     /// [`Loading::MAX_MODULES`].
     pub modules: Vec<ModuleLoad>,
+    /// Mono, tracing and coverage modes: the precompiled (AOT) images whose code ran although
+    /// the recording would have traced or covered it (`mono -O=all` or `--full-aot` on the
+    /// program's own command line override the controller's `-O=-aot`); that code has no
+    /// enter/leave hooks and no coverage counters, so the profile misses it. Their paths, once
+    /// each. The file's `precompiled` extension, hence `skip` in `loading`'s encoding.
+    #[serde(skip)]
+    pub precompiled: Vec<String>,
 }
 
 impl Loading {

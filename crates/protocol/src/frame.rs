@@ -157,6 +157,7 @@ mod tests {
             loading: sonde_profile::Loading {
                 methods_compiled: 9,
                 jit_ns: 1_000_000,
+                precompiled: Vec::new(),
                 modules: vec![sonde_profile::ModuleLoad {
                     name: "Calls.exe".into(),
                     path: "/t/Calls.exe".into(),
@@ -164,6 +165,7 @@ mod tests {
                 }],
             },
             lines: vec![LineRecord { method: 0, il_offset: 12, self_samples: 3, total_samples: 5 }],
+            precompiled: vec!["/usr/lib/mono/aot-cache/amd64/Calls.exe.so".into()],
             coverage: vec![sonde_profile::MethodBlocks { method: 0, blocks: vec![(0, 3), (12, 1)] }],
             faults: sonde_profile::Faults {
                 rules: vec![sonde_profile::FaultRule {

@@ -199,4 +199,7 @@ pub struct Snapshot {
     /// Sampling mode: samples by method and IL offset so far, where the runtime maps the code
     /// back to IL (managed frames).
     pub lines: Vec<LineRecord>,
+    /// Mono, tracing and coverage: the precompiled (AOT) images whose code ran untraced so far
+    /// (`Loading::precompiled`, which `loading`'s encoding leaves out).
+    pub precompiled: Vec<String>,
 }

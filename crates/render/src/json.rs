@@ -160,6 +160,7 @@ impl Renderer for JsonRenderer {
                     loaded_ns: m.loaded_ns,
                 })
             }),
+            precompiled: &profile.events.loading.precompiled,
             allocation_sampling: allocations.sampling.as_str(),
             allocations: Seq(|| {
                 allocations.by_type.iter().map(|a| AllocationView {
@@ -253,6 +254,9 @@ struct Report<'a, T, M, N, E, C, A, L, X, V> {
     gc: GcView<C>,
     jit: JitView,
     modules: L,
+    /// Mono AOT images whose code ran untraced (`Loading::precompiled`): only when there are some.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    precompiled: &'a [String],
     allocation_sampling: &'static str,
     allocations: A,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -193,6 +193,7 @@ fn sampling_profile() -> Profile {
     events.loading = Loading {
         methods_compiled: 321,
         jit_ns: 45 * ms,
+        precompiled: Vec::new(),
         modules: vec![
             ModuleLoad {
                 name: "System.Private.CoreLib.dll".into(),

@@ -96,6 +96,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
             coverage
         },
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
+        precompiled: crate::mono::precompiled::images(),
     }
 }
 

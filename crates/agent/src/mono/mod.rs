@@ -33,6 +33,7 @@
 
 pub mod coverage;
 mod ids;
+pub mod precompiled;
 mod sampling;
 
 use crate::calibration::{self, CostProbe, Floor};
@@ -81,6 +82,7 @@ pub fn init(desc: &str) {
         // The controller refuses `--inject` for a `mono` command; a Mono it did not recognise
         // says so in the profile, rule by rule.
         crate::coreclr::inject::configure(config, Some(INJECT_UNSUPPORTED));
+        precompiled::watch(config.mode);
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,
             Mode::Sampling => sampling::start(mono, config)?,

@@ -14,9 +14,9 @@
 //!
 //! **Frames left without an exit hook.** `longjmp` skips the exit hooks of the frames it leaves
 //! (a C++ exception does not: GCC runs them while unwinding). Each thread keeps a shadow stack of
-//! `(function, stack pointer)`; a hook call whose stack pointer is above an entry's means that
-//! entry's frame is gone, and its call is closed there. Equal stack pointers are kept: GCC calls
-//! the hooks of an inlined callee from its caller's frame, with the caller's stack pointer.
+//! its calls; a call made from the code of a function that is not on top of it, but below, means
+//! the calls above that one are gone ([`close_abandoned`]), as does a hook call whose frame
+//! position is above an entry's ([`close_gone`]).
 
 use crate::log::log;
 use crate::session::{self, RuntimeId};
@@ -52,10 +52,39 @@ const MAX_SHADOW: usize = 1 << 16;
 /// static reserve: `sonde dump`'s attach limit).
 #[derive(Default)]
 struct NativeThread {
-    /// Function address → method id (the shared table is behind a lock).
-    ids: crate::sampling::AddressMap<usize, u32>,
-    /// The calls this thread is in: `(function, method id, stack pointer at its entry hook)`.
-    shadow: Vec<(usize, u32, usize)>,
+    /// Where an entry hook is called from → what is known of that call (the shared table is
+    /// behind a lock).
+    sites: crate::sampling::AddressMap<usize, Site>,
+    /// A code address → the start of the function containing it, 0 when the symbols do not tell.
+    code_of: crate::sampling::AddressMap<usize, usize>,
+    /// The calls this thread is in.
+    shadow: Vec<Entry>,
+}
+
+/// An entry hook's call instruction (each is in one function's code, for one entered function).
+#[derive(Clone, Copy)]
+struct Site {
+    id: u32,
+    /// The function whose frame the entered code runs in: the entered function itself when the
+    /// hook call is in its own code, the function it was inlined into otherwise (the compilers
+    /// call an inlined function's hooks from its caller's code); 0 when the symbols do not tell.
+    frame_of: usize,
+}
+
+/// One call of the shadow stack.
+#[derive(Clone, Copy)]
+struct Entry {
+    function: usize,
+    id: u32,
+    /// The hook's frame position at the entry (see [`stack_pointer`]).
+    sp: usize,
+    /// The entry hook's second argument: the return address of the instrumented function's
+    /// frame. An inlined callee has its caller's (the hook is given the frame's return address).
+    call_site: usize,
+    /// [`Site::frame_of`]: the function whose code calls made from this frame come from.
+    frame_of: usize,
+    /// The last call site found in this entry's code (spares the look-up in a loop of calls).
+    last_call: usize,
 }
 
 /// Owns the thread's [`NativeThread`]; its destructor ends the thread's tree in a native session
@@ -100,7 +129,7 @@ static NAMES: Mutex<Option<crate::sampling::NativeNames>> = Mutex::new(None);
 
 /// GCC/Clang's function-entry hook (`-finstrument-functions`).
 #[unsafe(no_mangle)]
-pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut c_void) {
     let state = STATE.load(Relaxed);
     if state >= OFF || state == STARTING {
         return;
@@ -110,7 +139,24 @@ pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mu
     if state != ON_TIMED && state != ON_UNTIMED {
         return;
     }
-    session::guarded((), || enter(this_fn as usize, sp, state == ON_TIMED));
+    // SAFETY: `sp` is this hook's own frame record (frame pointers are kept: .cargo/config.toml),
+    // whose second word is the hook's return address.
+    let from = unsafe { *((sp + std::mem::size_of::<usize>()) as *const usize) };
+    let call = Call { function: this_fn as usize, sp, call_site: call_site as usize, from };
+    session::guarded((), || enter(call, state == ON_TIMED));
+}
+
+/// One entry hook call.
+#[derive(Clone, Copy)]
+struct Call {
+    function: usize,
+    /// The hook's frame position.
+    sp: usize,
+    /// The hook's second argument.
+    call_site: usize,
+    /// Where the hook was called from: its own return address, inside the code the compiler
+    /// put the hook call in (the entered function's, or the function it was inlined into).
+    from: usize,
 }
 
 /// GCC/Clang's function-exit hook.
@@ -135,17 +181,30 @@ fn tick(timed: bool) -> u64 {
 /// after the look-up, and its callees count under its nearest traced caller.
 const EXCLUDED: u32 = u32::MAX;
 
-fn enter(function: usize, sp: usize, timed: bool) {
+fn enter(call: Call, timed: bool) {
     let state = threads::current();
     let (tree, ring) = (&state.tree, state.trace_ring());
+    let function = call.function;
     let entered = with_thread(|thread| {
-        let id = method_id(&mut thread.ids, function);
-        if id == EXCLUDED {
+        let site = match thread.sites.get(&call.from) {
+            Some(&site) => site,
+            None => new_site(thread, &call),
+        };
+        if site.id == EXCLUDED {
             return;
         }
-        close_gone(&mut thread.shadow, sp, tree, ring, timed);
+        let id = site.id;
+        close_gone(&mut thread.shadow, call.sp, tree, ring, timed);
+        close_abandoned(thread, &call, site.frame_of, tree, ring, timed);
         if thread.shadow.len() < MAX_SHADOW {
-            thread.shadow.push((function, id, sp));
+            thread.shadow.push(Entry {
+                function,
+                id,
+                sp: call.sp,
+                call_site: call.call_site,
+                frame_of: site.frame_of,
+                last_call: 0,
+            });
         }
         let tick = tick(timed);
         tree.enter(id, tick);
@@ -154,11 +213,31 @@ fn enter(function: usize, sp: usize, timed: bool) {
         }
     });
     if entered.is_none() {
-        let id = method_id(&mut Default::default(), function);
+        let id = method_id(function);
         if id != EXCLUDED {
             tree.enter(id, tick(timed));
         }
     }
+}
+
+/// What an entry hook's call site tells, the first time the thread meets it.
+#[cold]
+fn new_site(thread: &mut NativeThread, call: &Call) -> Site {
+    let site = Site { id: method_id(call.function), frame_of: code_of(&mut thread.code_of, call.from) };
+    thread.sites.insert(call.from, site);
+    site
+}
+
+/// The start of the function whose code holds the call instruction that returns to
+/// `return_address` (0 when the symbol tables do not tell), through the thread's map. The byte
+/// before it is looked up: a call to a function the compiler knows never returns (one that
+/// always `longjmp`s) can be the last instruction of its function, and then its return address
+/// is the next function's first byte.
+fn code_of(known: &mut crate::sampling::AddressMap<usize, usize>, return_address: usize) -> usize {
+    *known.entry(return_address).or_insert_with(|| {
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        names.get_or_insert_with(Default::default).function_start(return_address.wrapping_sub(1)).unwrap_or(0)
+    })
 }
 
 fn exit(function: usize, sp: usize, timed: bool) {
@@ -168,13 +247,13 @@ fn exit(function: usize, sp: usize, timed: bool) {
         close_gone(&mut thread.shadow, sp, tree, ring, timed);
         // The call this exit ends, and any left above it without their exits (an excluded
         // function is never on the shadow stack).
-        let Some(at) = thread.shadow.iter().rposition(|&(f, _, _)| f == function) else { return };
+        let Some(at) = thread.shadow.iter().rposition(|e| e.function == function) else { return };
         while thread.shadow.len() > at {
             leave_top(&mut thread.shadow, tree, ring, tick(timed));
         }
     });
     if exited.is_none() {
-        let id = method_id(&mut Default::default(), function);
+        let id = method_id(function);
         if id != EXCLUDED {
             tree.leave(id, tick(timed));
         }
@@ -183,9 +262,9 @@ fn exit(function: usize, sp: usize, timed: bool) {
 
 /// Ends the innermost call of the shadow stack at `tick`.
 #[inline(always)]
-fn leave_top(shadow: &mut Vec<(usize, u32, usize)>, tree: &CallTree, ring: Option<&Ring>, tick: u64) {
+fn leave_top(shadow: &mut Vec<Entry>, tree: &CallTree, ring: Option<&Ring>, tick: u64) {
     let depth = shadow.len() as u32;
-    let Some((_, id, _)) = shadow.pop() else { return };
+    let Some(Entry { id, .. }) = shadow.pop() else { return };
     tree.leave(id, tick);
     if let Some(ring) = ring {
         ring.push(tick, id, depth, true);
@@ -194,18 +273,65 @@ fn leave_top(shadow: &mut Vec<(usize, u32, usize)>, tree: &CallTree, ring: Optio
 
 /// Closes the calls whose frames are gone: entered with a stack pointer below `sp` (the stack
 /// grows down), so the thread has returned past them without their exit hooks (`longjmp`).
-fn close_gone(shadow: &mut Vec<(usize, u32, usize)>, sp: usize, tree: &CallTree, ring: Option<&Ring>, timed: bool) {
-    while shadow.last().is_some_and(|&(_, _, entered)| entered < sp) {
+fn close_gone(shadow: &mut Vec<Entry>, sp: usize, tree: &CallTree, ring: Option<&Ring>, timed: bool) {
+    while shadow.last().is_some_and(|entered| entered.sp < sp) {
         leave_top(shadow, tree, ring, tick(timed));
     }
 }
 
-/// The method id of the native function at `function` (`[native] library!name`), through the
-/// thread's map `ids`.
-fn method_id(ids: &mut crate::sampling::AddressMap<usize, u32>, function: usize) -> u32 {
-    if let Some(&id) = ids.get(&function) {
-        return id;
+/// Closes the calls a `longjmp` abandoned that frame positions cannot tell: a function called
+/// after the jump, from the frame it returned to, has about the position of the abandoned call
+/// (both were called from one frame) — the same, or below it when its own frame is larger.
+///
+/// The call's origin decides. A function with a frame of its own (its entry hook is called from
+/// its own code, `frame_of`) was called from the code of the function at its call site; an
+/// inlined one runs in the frame of the function it was inlined into (`frame_of`). When that
+/// function is not the top of the shadow stack but a call below it, that call is the one running
+/// and everything above it is gone. Nothing is decided when the symbols do not tell, or when no
+/// call on the shadow stack runs that code (a callback from a library that is not instrumented,
+/// such as `qsort`'s comparison function, or from a function the filter leaves out): then only
+/// the call sites are compared, for the calls at the same position (an inlined callee is given
+/// its caller's call site; a sibling its own).
+#[inline(always)]
+fn close_abandoned(
+    thread: &mut NativeThread,
+    call: &Call,
+    frame_of: usize,
+    tree: &CallTree,
+    ring: Option<&Ring>,
+    timed: bool,
+) {
+    let Some(top) = thread.shadow.last_mut() else { return };
+    let own = frame_of != 0 && frame_of == call.function;
+    if own && top.last_call == call.call_site {
+        return;
     }
+    let caller = if own { code_of(&mut thread.code_of, call.call_site) } else { frame_of };
+    let top = thread.shadow.last_mut().expect("checked above");
+    if caller != 0 && caller == top.frame_of {
+        if own {
+            top.last_call = call.call_site;
+        }
+        return;
+    }
+    let running = (caller != 0).then(|| thread.shadow.iter().rposition(|e| e.frame_of == caller)).flatten();
+    match running {
+        Some(at) => {
+            while thread.shadow.len() > at + 1 {
+                leave_top(&mut thread.shadow, tree, ring, tick(timed));
+            }
+        }
+        None if frame_of == 0 || caller == 0 => {
+            while thread.shadow.last().is_some_and(|top| top.sp == call.sp && top.call_site != call.call_site) {
+                leave_top(&mut thread.shadow, tree, ring, tick(timed));
+            }
+        }
+        None => {}
+    }
+}
+
+/// The method id of the native function at `function` (`[native] library!name`).
+fn method_id(function: usize) -> u32 {
     let id = {
         let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
         names
@@ -213,9 +339,7 @@ fn method_id(ids: &mut crate::sampling::AddressMap<usize, u32>, function: usize)
             .frame(methods(), function)
             .unwrap_or_else(|| methods().pseudo("[native]", "", ""))
     };
-    let id = if traced(&methods().name(id)) { id } else { EXCLUDED };
-    ids.insert(function, id);
-    id
+    if traced(&methods().name(id)) { id } else { EXCLUDED }
 }
 
 /// Whether the session's filter traces the native function named `name` (`[native] lib!symbol`):
@@ -318,18 +442,34 @@ fn probe_fn(id: usize) -> *mut c_void {
 }
 
 // The probes call what the hooks call (the hooks themselves return early while the session
-// starts, which is when it first measures).
+// starts, which is when it first measures). Each probe function has a frame position of its own,
+// the child's below the parent's, as real nested calls have.
 #[inline(never)]
 fn probe_enter(id: usize) {
-    if with_thread(|thread| thread.ids.insert(probe_fn(id) as usize, id as u32)).is_none() {
+    // Each probe function's hook is called from its own code; the child is called from the
+    // parent's (the common case of real calls).
+    let (function, parent) = (probe_fn(id) as usize, probe_fn(1) as usize);
+    let call_site = if id == 1 { 0 } else { parent + 1 };
+    let site = Site { id: id as u32, frame_of: function };
+    let known = with_thread(|thread| {
+        thread.sites.insert(function + 1, site);
+        thread.code_of.insert(parent + 1, parent);
+    });
+    if known.is_none() {
         return;
     }
-    session::guarded((), || enter(probe_fn(id) as usize, stack_pointer(), true));
+    let call = Call { function, sp: probe_sp(id), call_site, from: function + 1 };
+    session::guarded((), || enter(call, true));
 }
 
 #[inline(never)]
 fn probe_leave(id: usize) {
-    session::guarded((), || exit(probe_fn(id) as usize, stack_pointer(), true));
+    session::guarded((), || exit(probe_fn(id) as usize, probe_sp(id), true));
+}
+
+#[inline(always)]
+fn probe_sp(id: usize) -> usize {
+    stack_pointer() - 64 * id
 }
 
 fn probe_pair(id: usize) {

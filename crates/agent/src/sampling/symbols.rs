@@ -84,6 +84,18 @@ impl NativeNames {
         Some(id)
     }
 
+    /// Where the function containing `ip` starts, when a library's symbol table tells (native
+    /// tracing's `close_replaced`: was an entry hook called from the entered function's own
+    /// code?).
+    pub fn function_start(&mut self, ip: usize) -> Option<usize> {
+        let found = Dladdr::lookup(ip)?;
+        let (_, path) = found.library();
+        let table = self.symbols(found.base(), &path)?;
+        let bias = table.load_bias(found.base() as u64);
+        let (start, _) = table.function((ip as u64).wrapping_sub(bias))?;
+        Some(start.wrapping_add(bias) as usize)
+    }
+
     /// The functions of the library mapped at `base` from `path`, read at its first sample.
     fn symbols(&mut self, base: usize, path: &str) -> Option<Arc<NativeSymbols>> {
         if let Some(known) = self.libraries.get(&base) {

@@ -76,6 +76,7 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         methods_compiled: 1234,
         jit_ns: 56_000_000,
         modules: vec![ModuleLoad { name: "Acme.dll".into(), path: "/srv/acme/Acme.dll".into(), loaded_ns: 42 }],
+        precompiled: vec!["/srv/acme/Acme.dll.so".into()],
     };
     profile.events.timeline = Timeline {
         events: vec![
