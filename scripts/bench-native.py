@@ -10,7 +10,7 @@ report`), in interleaved rounds. Reports the median CPU of all processes and wal
 cost per call over no profiler; checks that both tools count the same calls per function.
 
     source target/sonde-env.sh; cargo build --release
-    python3 scripts/bench-native.py [--rounds 7] [--n 3000000]
+    python3 scripts/bench-native.py [--rounds 7] [--n 3000000] [--agent OTHER/libsonde_agent.so]
 """
 
 import argparse
@@ -30,6 +30,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--n", type=int, default=3000000)
+    p.add_argument("--agent", help="another agent library to compare, in the same interleaved rounds "
+                                   "(kept in a directory only its owner can write)")
     a = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sonde-bench-native-"))
     exe = work / "hot"
@@ -45,14 +47,19 @@ def main():
                                       "--", str(exe)],
         "uftrace record": ["uftrace", "record", "-d", trace, str(exe)],
     }
+    envs = {name: dict(os.environ) for name in variants}
+    if a.agent:
+        name = "sonde record, agent " + a.agent
+        variants[name] = variants["sonde record (tracing, exact)"]
+        envs[name] = dict(os.environ, SONDE_AGENT=a.agent)
     sizes = (0, a.n)
     results = {k: {n: ([], []) for n in sizes} for k in variants}
-    for cmd in variants.values():  # warm-up
-        cpu_of(cmd + [str(a.n)], dict(os.environ))
+    for name, cmd in variants.items():  # warm-up
+        cpu_of(cmd + [str(a.n)], envs[name])
     for _ in range(a.rounds):
         for n in sizes:
             for name, cmd in variants.items():
-                cpu, wall, _ = cpu_of(cmd + [str(n)], dict(os.environ))
+                cpu, wall, _ = cpu_of(cmd + [str(n)], envs[name])
                 results[name][n][0].append(cpu)
                 results[name][n][1].append(wall)
     calls = 3 * a.n
