@@ -23,6 +23,8 @@ pub struct SnapshotContext {
     pub sampling: bool,
     /// Snapshots replaced before they could be sent, so far.
     pub superseded: u64,
+    /// List the files mapped executable (see `SnapshotFacts::mapped_files`).
+    pub mapped_files: bool,
 }
 
 pub fn take(ctx: SnapshotContext) -> Snapshot {
@@ -96,6 +98,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
             coverage
         },
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
+        mapped_files: if ctx.mapped_files { crate::process::executable_files() } else { Vec::new() },
     }
 }
 
