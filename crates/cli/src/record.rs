@@ -176,7 +176,7 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     }
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
     if let Some(pushing) = pushing {
-        pushing.finish(&sessions, |s| sonde_client::running_facts(s, false, &args.command), v.quiet);
+        pushing.finish(&sessions, |s| sonde_client::running_facts(s, false, &args.command), v.quiet, true);
     }
     let Some(status) = status else {
         // Stopped from outside: the profiles now, then the program's own end, as ours.
