@@ -93,6 +93,29 @@ pub fn own_library() -> Option<std::path::PathBuf> {
     })
 }
 
+/// Every file this process has mapped executable so far (`/proc/self/maps`, read at each call;
+/// one that was unmapped since stays listed), sorted. For tracing without `--native-hooks`: the
+/// controller looks among them for libraries built with `-finstrument-functions`
+/// (docs/NATIVE.md). A snapshot's work, never a hot path's.
+pub fn executable_files() -> Vec<String> {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let executable = fields.nth(1).is_some_and(|perms| perms.contains('x'));
+        // The path is the rest of the line (it may hold spaces); a file deleted since is skipped.
+        let path = line.find(" /").map(|at| &line[at + 1..]);
+        if let Some(path) = path.filter(|p| executable && !p.ends_with(" (deleted)"))
+            && !seen.contains(path)
+        {
+            seen.insert(path.to_string());
+        }
+    }
+    seen.iter().cloned().collect()
+}
+
 /// Keeps this library mapped for the rest of the process (`RTLD_NODELETE`), whatever the runtime
 /// does with it: after a detach CoreCLR `dlclose`s its profiler, but a signal handler of ours may
 /// still be running, a thread-local destructor of ours is still registered on every thread that
@@ -115,5 +138,14 @@ mod tests {
         // In a test, "the library" is the test executable itself.
         let found = super::own_library().unwrap();
         assert_eq!(found, std::env::current_exe().unwrap());
+    }
+
+    #[test]
+    fn executable_files_include_this_program_and_libc() {
+        let files = super::executable_files();
+        let exe = std::env::current_exe().unwrap();
+        assert!(files.iter().any(|f| std::path::Path::new(f) == exe), "{files:?}");
+        assert!(files.iter().any(|f| f.contains("/libc.so")), "{files:?}");
+        assert!(files.iter().all(|f| f.starts_with('/')), "{files:?}");
     }
 }

@@ -113,7 +113,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
         if ended { recording.collect(Duration::from_millis(500)) } else { recording.finish_sessions(FINISH_PATIENCE) };
     let detached_at_ns = (!ended).then(unix_ns);
     if let Some(pushing) = pushing {
-        pushing.finish(&sessions, |s| sonde_client::running_facts(s, true, &[]), v.quiet);
+        pushing.finish(&sessions, |s| sonde_client::running_facts(s, true, &[]), v.quiet, true);
     }
 
     let Some(session) =

@@ -151,7 +151,7 @@ pub fn daemon(args: DaemonArgs) -> Result<i32> {
         pushing.push_final(&sessions, |s| running_facts(s, true, &[]));
     }
     let _ = std::fs::remove_file(&status_file);
-    pushing.finish(&[], |s| running_facts(s, true, &[]), false);
+    pushing.finish(&[], |s| running_facts(s, true, &[]), false, false);
     Ok(0)
 }
 

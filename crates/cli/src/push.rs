@@ -31,6 +31,10 @@ pub struct Pushing {
     /// Per process (pid as it knows itself): its application name, when it names one itself
     /// (`SONDE_APP` in its environment: the daemon).
     apps: HashMap<u32, String>,
+    /// Intervals queued (one per process per push, whatever number of profile types it has).
+    intervals: u64,
+    /// The server's URL, for the last line.
+    url: String,
 }
 
 /// Checks `--push` and its companions; `None` without `--push`.
@@ -65,6 +69,8 @@ pub fn to(url: &str, app: Option<String>, labels: &PushLabels, queue: usize) -> 
         host: hostname(),
         pushed: HashMap::new(),
         apps: HashMap::new(),
+        intervals: 0,
+        url: url.to_string(),
     })
 }
 
@@ -132,6 +138,7 @@ impl Pushing {
             None => sonde_profile::delta::since(&empty_like(&profile), &profile),
         };
         let app = self.app_name(&profile);
+        let mut queued = false;
         for series in PprofSeries::PUSHED {
             let empty = match series {
                 PprofSeries::Cpu => interval.nodes.iter().all(|n| n.self_samples == 0),
@@ -156,7 +163,9 @@ impl Pushing {
             labels.push(("process.runtime.name".into(), profile.run.runtime.kind.clone()));
             labels.push(("process.runtime.version".into(), profile.run.runtime.version.clone()));
             self.pusher.submit(Series { labels, pprof });
+            queued = true;
         }
+        self.intervals += u64::from(queued);
         self.pushed.insert(pid, profile);
     }
 
@@ -192,14 +201,25 @@ impl Pushing {
     }
 
     /// The last interval of every process, then waits (bounded) for the queue to drain; says
-    /// what was pushed and what was not.
-    pub fn finish(mut self, sessions: &[Session], facts: impl Fn(&Session) -> RunFacts, quiet: bool) {
+    /// what was pushed and what was not. `written`: a profile file is written too (`sonde
+    /// record`), so what was not pushed is kept there.
+    pub fn finish(mut self, sessions: &[Session], facts: impl Fn(&Session) -> RunFacts, quiet: bool, written: bool) {
         for s in sessions {
             if let Some(profile) = assemble(s, facts(s)) {
                 self.push(profile);
             }
         }
+        // Nothing ever answered: the wait is short (`sonde_client::push`), and one line says so.
         let stats = self.pusher.finish(FINAL_PUSH);
+        if stats.pushed == 0 && stats.never_reached() {
+            let kept = if written { " (the profile file has them)" } else { "" };
+            let intervals = match self.intervals {
+                1 => "1 interval was".to_string(),
+                n => format!("{n} intervals were"),
+            };
+            crate::say!("sonde: push: nothing answered at {}: {intervals} not sent{kept}", Clean(&self.url));
+            return;
+        }
         if !quiet || stats.dropped > 0 {
             let dropped = match stats.dropped {
                 0 => String::new(),

@@ -176,7 +176,7 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     }
     let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
     if let Some(pushing) = pushing {
-        pushing.finish(&sessions, |s| sonde_client::running_facts(s, false, &args.command), v.quiet);
+        pushing.finish(&sessions, |s| sonde_client::running_facts(s, false, &args.command), v.quiet, true);
     }
     let Some(status) = status else {
         // Stopped from outside: the profiles now, then the program's own end, as ours.
@@ -207,6 +207,12 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if !v.quiet {
         for (path, profile) in &written {
             summary::print(profile, path);
+            let mapped = sessions
+                .iter()
+                .find(|s| s.hello.as_ref().is_some_and(|h| h.pid == profile.run.pid))
+                .and_then(|s| s.latest.as_ref())
+                .map_or(&[][..], |l| &l.mapped_files[..]);
+            summary::unhooked(profile.run.pid, &launch::instrumented_libraries(mapped));
         }
     }
     Ok(exit)

@@ -79,6 +79,26 @@ pub fn print(profile: &Profile, path: &Path) {
     }
 }
 
+/// A traced .NET program mapped libraries built with `-finstrument-functions` (`libraries`, as
+/// [`sonde_client::launch::instrumented_libraries`] finds them) while `--native-hooks` was off:
+/// their functions ran untraced, and one line says what would trace them.
+pub fn unhooked(pid: u32, libraries: &[String]) {
+    const NAMED: usize = 3;
+    if libraries.is_empty() {
+        return;
+    }
+    let names: Vec<String> =
+        libraries.iter().take(NAMED).map(|l| Clean(l.rsplit('/').next().unwrap_or(l)).to_string()).collect();
+    let more = match libraries.len().saturating_sub(NAMED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let (names, were) = (names.join(", "), if libraries.len() == 1 { "was" } else { "were" });
+    crate::say!(
+        "sonde: pid {pid}: {names}{more} {were} built with -finstrument-functions: --native-hooks would trace its functions under their managed callers (docs/NATIVE.md)"
+    );
+}
+
 /// The error simulator in one line: how many faults, how many caught, and the rules that were
 /// not applied (`sonde report` lists them all).
 fn faults(profile: &Profile) {

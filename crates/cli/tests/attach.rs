@@ -283,6 +283,44 @@ fn what_cannot_be_attached_to_is_refused_in_one_line() {
     assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
 }
 
+/// A program started under `sonde record` has Sonde's agent, loaded at start-up: an attach is
+/// refused at once, from the process's environment and memory map, without asking its runtime —
+/// whose refusal came only after loading a copy of the agent into the process, and was then
+/// retried for 10 s as if that copy were an earlier attach's.
+#[test]
+fn a_process_started_under_sonde_is_refused_at_once() {
+    let dir = scratch();
+    let stop = dir.path().join("stop");
+    let launched_file = dir.path().join("launched.sonde");
+    let mut command =
+        record_args(&launched_file, &["--rate", "10"], &[dotnet().into(), app("Service").into(), stop.clone().into()]);
+    command.insert(0, "-q".into());
+    let mut launched = Running::spawn(sonde(), &command);
+    launched.wait_for_line("ready", Duration::from_secs(60));
+    let child = child_of(launched.pid());
+    let file = dir.path().join("never.sonde");
+    let started = std::time::Instant::now();
+    let out = attach(child, "1", &file, &[]);
+    let took = started.elapsed();
+    assert_eq!(out.code(), 2, "{}", out.describe());
+    // Nothing was sent: no copy of the agent from an attach's session directory in the process.
+    let maps = std::fs::read_to_string(format!("/proc/{child}/maps")).expect("the process's memory map");
+    let copies: Vec<&str> = maps.lines().filter(|l| l.contains("/sonde-ipc-")).collect();
+    assert!(copies.is_empty(), "the attach loaded the agent into the process: {copies:?}");
+    // Generous: the refusal needs no waiting at all; before, 10 s of retries.
+    assert!(took < Duration::from_secs(5), "refused after {took:?}");
+    assert_eq!(
+        out.stderr_str().trim(),
+        format!(
+            "sonde: process {child} already has a profiler loaded: Sonde's agent, at start-up (it was started under `sonde record`, which records it); the runtime takes one per process"
+        )
+    );
+    assert!(!file.exists(), "a profile was written");
+    std::fs::write(&stop, b"").unwrap();
+    let out = launched.wait(Duration::from_secs(60));
+    assert_eq!(out.code(), SERVICE_EXIT, "{}", out.describe());
+}
+
 /// Another user's process: refused before anything is sent to it (sonde runs as `nobody`, the
 /// program as this user).
 #[test]

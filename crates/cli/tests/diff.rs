@@ -2,7 +2,7 @@
 //! Sort twice each, the new run Sort six times and Extra once. Sampled, Sort's growth and Parse's
 //! shrinking share are larger than sampling noise, Extra appeared; traced, the call counts
 //! change exactly. Also: the JSON contract `sonde.diff/1`, `--normalize none`, the HTML page,
-//! and one-line errors.
+//! one-line errors, and two builds of Shift.cs whose assemblies are named differently.
 
 mod support;
 
@@ -107,6 +107,58 @@ fn traced_runs_change_call_counts_exactly() {
     assert!(html.contains("<iframe id=\"flame\" sandbox=\"allow-scripts\""), "no flame graph frame");
     assert!(html.contains("data:image/svg+xml;charset=utf-8,%3C%3Fxml"), "the frame holds no SVG");
     assert!(html.contains("Acme.Shift.Sort</td>") && html.contains("Acme.Shift.Extra [new]</td>"), "no table rows");
+}
+
+/// `tests/apps/Shift.cs` compiled as `dir/<name>.exe` (assembly `<name>`), with its runtimeconfig.
+fn shift_as(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(format!("{name}.exe"));
+    let mut out_arg = OsString::from("-out:");
+    out_arg.push(&exe);
+    let out = run(mcs(), &["-optimize+".into(), out_arg, repo_file("tests/apps/Shift.cs").into()]);
+    assert_eq!(out.code(), 0, "mcs: {}", out.describe());
+    let config = app("Shift").with_file_name("Shift.runtimeconfig.json");
+    std::fs::copy(config, dir.join(format!("{name}.runtimeconfig.json"))).expect("the runtimeconfig");
+    exe
+}
+
+/// Two builds of one project whose assemblies are named differently (`app-v1.exe`,
+/// `app-v2.exe`): their methods are matched by type and method name, and the diff says so.
+#[test]
+fn a_renamed_program_assembly_is_matched_by_method_names() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let record_build = |name: &str, args: &[&str]| {
+        let exe = shift_as(dir.path(), name);
+        let file = dir.path().join(format!("{name}.sonde"));
+        let mut command: Vec<OsString> = vec![dotnet().into(), exe.into()];
+        command.extend(args.iter().map(OsString::from));
+        let out = record(&file, &["--mode", "tracing"], &command);
+        assert_eq!(out.code(), 0, "{}", out.describe());
+        file
+    };
+    let base = record_build("app-v1", &["2", "2"]);
+    let new = record_build("app-v2", &["2", "6", "extra"]);
+    let json = diff_json(&base, &new, &[]);
+    assert_eq!(json["program_renamed"]["base"], "app-v1", "{:#}", json["program_renamed"]);
+    assert_eq!(json["program_renamed"]["new"], "app-v2");
+    assert!(json["program_renamed"]["matched"].as_u64().is_some_and(|n| n >= 4), "{:#}", json["program_renamed"]);
+    let sort = method(&json, "Acme.Shift.Sort");
+    assert_eq!(
+        (&sort["status"], &sort["assembly"], sort["calls_change"].as_i64()),
+        (&"both".into(), &"app-v2".into(), Some(4))
+    );
+    assert_eq!(method(&json, "Acme.Shift.Burn")["calls_change"], 5);
+    assert_eq!(method(&json, "Acme.Shift.Extra")["status"], "appeared");
+    let vanished: Vec<&Value> = arr(&json, "methods").iter().filter(|m| m["status"] == "vanished").collect();
+    assert!(vanished.is_empty(), "{vanished:#?}");
+
+    let out = diff(&base, &new, &[]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let text = out.stdout_str();
+    assert!(
+        text.contains("the program's assembly is app-v1 in the base and app-v2 in the new run: its methods are matched by type and method name"),
+        "{text}"
+    );
+    assert!(text.contains("2 → 6 (+4)") && text.contains("0 vanished"), "{text}");
 }
 
 #[test]

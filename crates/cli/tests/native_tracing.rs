@@ -221,6 +221,8 @@ fn mixed_trees(rt: Runtime) {
     let out = record(&file, &opts, &[rt.host().into(), exe.into_os_string()]);
     assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
     assert!(out.stdout_str().contains("done"), "{}", out.describe());
+    // Traced through the hooks: nothing to suggest.
+    assert!(!out.stderr_str().contains("--native-hooks would trace"), "{rt:?}: {}", out.describe());
     let report = report_json(&file);
     check_invariants(&report);
     let edges = edges(&report);
@@ -246,6 +248,44 @@ fn mixed_trees(rt: Runtime) {
         (10, 40, 10, 60),
         "{rt:?}: {traced:?}"
     );
+}
+
+/// Traced without `--native-hooks`, the instrumented library's hooks run glibc's empty functions:
+/// its calls are not in the tree, and the summary names the library and what would trace it.
+fn unhooked_library_is_named(rt: Runtime) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let exe = mixed_app(dir.path());
+    let file = dir.path().join("unhooked.sonde");
+    let out = record(&file, &["--mode", "tracing"], &[rt.host().into(), exe.into_os_string()]);
+    assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
+    assert!(out.stdout_str().contains("done"), "{}", out.describe());
+    let stderr = out.stderr_str();
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("-finstrument-functions")).collect();
+    assert_eq!(said.len(), 1, "{rt:?}: {}", out.describe());
+    assert!(
+        said[0].ends_with(
+            ": libcodec.so was built with -finstrument-functions: --native-hooks would trace its functions under their managed callers (docs/NATIVE.md)"
+        ),
+        "{rt:?}: {}",
+        out.describe()
+    );
+    let report = report_json(&file);
+    assert!(!edges(&report).iter().any(|(n, _, _)| n == "compress_block"), "{rt:?}: traced without the hooks?");
+    // A program without such a library: not a word.
+    let plain = dir.path().join("plain.sonde");
+    let out = record(&plain, &["--mode", "tracing"], &rt.app_command("Calls", &[]));
+    assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
+    assert!(!out.stderr_str().contains("-finstrument-functions"), "{rt:?}: {}", out.describe());
+}
+
+#[test]
+fn coreclr_unhooked_library_is_named() {
+    unhooked_library_is_named(Runtime::CoreClr);
+}
+
+#[test]
+fn mono_unhooked_library_is_named() {
+    unhooked_library_is_named(Runtime::Mono);
 }
 
 #[test]

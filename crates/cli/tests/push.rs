@@ -307,6 +307,40 @@ fn a_slow_server_holds_nothing_up() {
     assert!(out.stderr_str().contains("sonde: pushed "), "{}", out.describe());
 }
 
+/// A URL where nothing listens: every attempt fails to connect, so the end does not wait out
+/// the last push's 10 s. One line says how many intervals were not sent; the profile file has
+/// them. (The run is shorter than its interval: the first attempt is made at the end.)
+#[test]
+fn nothing_listening_is_given_up_on_at_the_end_in_one_line() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let file = dir.path().join("nobody.sonde");
+    let args = record_args(&file, &["--push", &url, "--push-every", "3600"], &app_command("Shift", &["2", "2"]));
+    let mut sonde = Running::spawn(sonde(), &args);
+    sonde.wait_for_line("done", DEADLINE);
+    let program_done = Instant::now();
+    let out = sonde.wait(DEADLINE);
+    let after = program_done.elapsed();
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let stderr = out.stderr_str();
+    let lines = push_lines(&stderr);
+    assert_eq!(lines.len(), 2, "{}", out.describe());
+    assert!(lines[0].contains("retrying with backoff"), "{}", out.describe());
+    assert_eq!(
+        lines[1],
+        format!("sonde: push: nothing answered at {url}: 1 interval was not sent (the profile file has them)"),
+        "{}",
+        out.describe()
+    );
+    assert!(!stderr.contains("sonde: pushed "), "{}", out.describe());
+    // Before: at least the last push's 10 s after the program's end, retrying a port where
+    // nothing listens.
+    assert!(after < Duration::from_secs(8), "sonde ended {after:?} after the program");
+    assert!(u64_of(&report_json(&file), "samples_taken") > 0, "the profile file has the samples");
+}
+
 /// What `--push` cannot do is refused before the program starts, in one line.
 #[test]
 fn push_options_are_checked_before_the_program_starts() {

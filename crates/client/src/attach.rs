@@ -20,9 +20,14 @@
 //!   [`AgentConfig::to_client_data`](sonde_protocol::AgentConfig::to_client_data)). The runtime
 //!   answers after the agent's `ProfilerAttachComplete`, with command set 0xFF, id 0x00 (OK) or
 //!   0xFF (error) and an HRESULT. (dotnet/diagnostics, `documentation/design-docs/ipc-protocol.md`.)
-//! * **Once per process at a time**: the runtime takes one profiler. After a detach, it unloads
-//!   the old one in the background (within about a second); an attach meanwhile is refused as
-//!   "already active", and retried for a while when the profiler there is a Sonde agent.
+//! * **Once per process at a time**: the runtime takes one profiler. A process that loaded one
+//!   at start-up (`CORECLR_ENABLE_PROFILING=1`, and the library `CORECLR_PROFILER_PATH` names in
+//!   its memory map: every program `sonde record` starts) is refused before anything is sent
+//!   ([`Target::startup_profiler`]): the request would load a copy of the agent into it only to
+//!   be refused. After a detach, the runtime unloads the old profiler in the background (within
+//!   about a second); an attach meanwhile is refused as "already active", and retried for a
+//!   while when an earlier attach left a Sonde agent there — not for the copy the refused
+//!   request itself loaded (the runtime loads the library before it looks for a profiler).
 
 use anyhow::{Result, bail};
 use std::io::{Read, Write};
@@ -96,7 +101,47 @@ impl Target {
             }
         }
         let tmp = var("TMPDIR").filter(|t| t.starts_with('/')).unwrap_or("/tmp");
-        Ok(Target { pid, ns_pid, root: proc_dir.join("root"), tmp: PathBuf::from(tmp), command })
+        let target = Target { pid, ns_pid, root: proc_dir.join("root"), tmp: PathBuf::from(tmp), command };
+        if let Some(library) = target.startup_profiler(&environ, &maps) {
+            let name = library.rsplit('/').next().unwrap_or(&library);
+            if name == crate::launch::AGENT_LIBRARY {
+                bail!(
+                    "process {pid} already has a profiler loaded: Sonde's agent, at start-up (it was started under `sonde record`, which records it); the runtime takes one per process"
+                );
+            }
+            bail!(
+                "process {pid} already has a profiler loaded: {name}, at start-up (CORECLR_PROFILER_PATH); the runtime takes one per process"
+            );
+        }
+        Ok(target)
+    }
+
+    /// The library of the profiler the process loaded at start-up, if it is still mapped:
+    /// `CORECLR_ENABLE_PROFILING=1` in its environment, and the file `CORECLR_PROFILER_PATH_64`
+    /// or `CORECLR_PROFILER_PATH` names (as the process sees it) in its memory map, matched by
+    /// device and inode. A profiler that failed to load, or was unloaded, is not mapped.
+    fn startup_profiler(&self, environ: &[String], maps: &str) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let var = |name: &str| environ.iter().find_map(|e| e.strip_prefix(name)?.strip_prefix('='));
+        if var("CORECLR_ENABLE_PROFILING") != Some("1") {
+            return None;
+        }
+        let named =
+            var("CORECLR_PROFILER_PATH_64").or_else(|| var("CORECLR_PROFILER_PATH")).filter(|p| !p.is_empty())?;
+        let seen_from_here = if named.starts_with('/') {
+            self.host_path(Path::new(named))
+        } else {
+            PathBuf::from(format!("/proc/{}/cwd", self.pid)).join(named)
+        };
+        let meta = std::fs::metadata(seen_from_here).ok()?;
+        maps.lines().find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (dev, inode) = (fields.nth(3)?, fields.next()?.parse::<u64>().ok()?);
+            let (major, minor) = dev.split_once(':')?;
+            let dev = rustix::fs::makedev(u32::from_str_radix(major, 16).ok()?, u32::from_str_radix(minor, 16).ok()?);
+            let path = fields.next()?;
+            (inode == meta.ino() && dev == meta.dev()).then(|| path.to_string())
+        })
     }
 
     /// A path of the process's filesystem (absolute, as it sees it), as seen from here.
@@ -134,15 +179,10 @@ impl Target {
         }
     }
 
-    /// Whether a Sonde agent was attached to the process before (a detached one stays mapped,
-    /// from its session directory): the runtime may still be unloading it.
-    fn had_attached_sonde(&self) -> bool {
-        self.earlier_copies() > 0
-    }
-
     /// How many copies of the agent earlier attaches left mapped in the process (a detached
-    /// agent stays loaded: see the agent's `process::stay_loaded`).
-    fn earlier_copies(&self) -> usize {
+    /// agent stays loaded: see the agent's `process::stay_loaded`), not counting `this_one` (the
+    /// copy of this attach, as the process sees it: the runtime loads it even when it refuses).
+    fn earlier_copies(&self, this_one: &Path) -> usize {
         let copy = format!("/{}", crate::launch::AGENT_LIBRARY);
         let session = format!("/{}", crate::collector::SESSION_PREFIX);
         let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default();
@@ -150,21 +190,22 @@ impl Target {
             .lines()
             .filter(|l| l.contains(&session) && l.contains(&copy))
             .filter_map(|l| l.split_whitespace().nth(5))
+            .filter(|p| Path::new(p) != this_one)
             .collect();
         paths.len()
     }
 
     /// Loads the agent at `agent` (a path as the process sees it) into the process, handing it
     /// `client_data`; returns once the agent is running (its `ProfilerAttachComplete` returned).
-    /// A refusal because a profiler is there already is retried for a while when that profiler
-    /// is a Sonde agent (one that just detached is unloaded in the background).
+    /// A refusal because a profiler is there already is retried for a while when an earlier
+    /// attach left a Sonde agent there (one that just detached is unloaded in the background).
     pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             match attach_profiler(socket, agent, client_data) {
                 Ok(()) => return Ok(()),
                 Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE))
-                    if self.had_attached_sonde() && Instant::now() < deadline =>
+                    if self.earlier_copies(agent) > 0 && Instant::now() < deadline =>
                 {
                     std::thread::sleep(Duration::from_millis(200));
                 }
@@ -174,10 +215,10 @@ impl Target {
                 // Each copy takes ~150 bytes of the static TLS glibc reserves for libraries loaded
                 // later (its thread-locals, some of them initial-exec for the signal handler);
                 // the reserve holds about 11 (measured on .NET 8, glibc 2.36).
-                Err(AttachError::Refused(0x8007_007E)) if self.earlier_copies() > 0 => bail!(
+                Err(AttachError::Refused(0x8007_007E)) if self.earlier_copies(agent) > 0 => bail!(
                     "cannot attach to process {}: the runtime could not load another copy of the agent after {} earlier attaches (each stays loaded, and glibc's room for their thread-local storage is likely used up); restart the process to attach again (README: attach limits)",
                     self.pid,
-                    self.earlier_copies()
+                    self.earlier_copies(agent)
                 ),
                 Err(e) => bail!("cannot attach to process {}: {e}", self.pid),
             }

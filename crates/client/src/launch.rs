@@ -98,6 +98,13 @@ pub fn is_instrumented_native(program: &str) -> bool {
         .is_some_and(|path| sonde_symbols::imports_any(&path, &["__cyg_profile_func_enter", "__cyg_profile_func_exit"]))
 }
 
+/// Among `files` (what a traced .NET process mapped executable: its snapshots' `mapped_files`),
+/// the libraries built with `-finstrument-functions`: they import the compiler's entry hook,
+/// which without `--native-hooks` is glibc's empty one, so their functions were not traced.
+pub fn instrumented_libraries(files: &[String]) -> Vec<String> {
+    files.iter().filter(|f| sonde_symbols::imports_any(Path::new(f), &[sonde_symbols::ENTRY_HOOK])).cloned().collect()
+}
+
 /// `<agent's directory>/mono/`, holding `libmono-profiler-sonde.so` → the agent: found there, or
 /// made (a directory of mode 0755 whatever the umask, and a relative symlink), then checked to
 /// point at this agent and to be writable by nobody else.

@@ -16,6 +16,12 @@
 //! credentials (401, 403) is logged once and that profile dropped rather than retried. Each
 //! outcome that changes is logged once, not per attempt. Credentials come from the environment
 //! and never appear in a log line.
+//!
+//! **Nothing there.** At the end the queue gets a bounded wait ([`Pusher::finish`]) for the last
+//! pushes. While no attempt of the whole run could even connect (nothing listens at the URL, no
+//! such host) — including the first attempt, made at the end when the run was shorter than an
+//! interval — waiting for the next retry cannot be expected to help: the wait shrinks to
+//! [`UNREACHED_FINISH`], time for a try or two should the server have come up meanwhile.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -117,6 +123,17 @@ pub struct PushStats {
     pub failures: u64,
     /// The most profiles queued at once.
     pub max_queued: usize,
+    /// Some attempt reached the server (it answered, whatever it said).
+    pub reached: bool,
+    /// Failed attempts that could not connect at all.
+    pub unreached: u64,
+}
+
+impl PushStats {
+    /// Every attempt so far failed to connect: nothing seems to listen at the URL.
+    pub fn never_reached(&self) -> bool {
+        !self.reached && self.unreached > 0
+    }
 }
 
 #[derive(Default)]
@@ -126,6 +143,20 @@ struct State {
     closing: bool,
     /// The last failure logged, so a repeated one is not logged again.
     last_logged: Option<String>,
+    /// When the end gives up while no attempt has connected ([`UNREACHED_FINISH`] after
+    /// [`Pusher::finish`] began).
+    unreached_deadline: Option<Instant>,
+}
+
+impl State {
+    /// When the end gives up: `deadline`, or earlier while nothing was ever reached.
+    fn give_up_at(&self, deadline: &Mutex<Option<Instant>>) -> Option<Instant> {
+        let deadline = *deadline.lock().unwrap_or_else(|e| e.into_inner());
+        match self.unreached_deadline.filter(|_| self.stats.never_reached()) {
+            Some(early) => Some(deadline.map_or(early, |d| d.min(early))),
+            None => deadline,
+        }
+    }
 }
 
 struct Shared {
@@ -148,6 +179,9 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// One request's whole budget (connect, send, answer).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`Pusher::finish`]'s wait when no attempt ever connected (see the module's documentation):
+/// the next retry's backoff (1 s, then 2 s) falls within it.
+pub const UNREACHED_FINISH: Duration = Duration::from_secs(3);
 
 impl Pusher {
     /// Starts the sending thread; `capacity`: the most profiles kept while the server does not
@@ -182,11 +216,14 @@ impl Pusher {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).stats
     }
 
-    /// Sends what is queued, for at most `within`; what is left then is dropped (counted).
+    /// Sends what is queued, for at most `within` — at most [`UNREACHED_FINISH`] while no attempt
+    /// could connect; what is left then is dropped (counted).
     pub fn finish(mut self, within: Duration) -> PushStats {
-        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + within);
         {
             let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(now + within);
+            state.unreached_deadline = Some(now + within.min(UNREACHED_FINISH));
             state.closing = true;
             self.shared.wake.notify_all();
         }
@@ -214,8 +251,7 @@ fn send_loop(target: &Target, shared: &Shared, deadline: &Mutex<Option<Instant>>
         let series = {
             let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                let out_of_time =
-                    deadline.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|d| Instant::now() >= d);
+                let out_of_time = state.give_up_at(deadline).is_some_and(|d| Instant::now() >= d);
                 if state.closing && (state.queue.is_empty() || out_of_time) {
                     return;
                 }
@@ -223,7 +259,7 @@ fn send_loop(target: &Target, shared: &Shared, deadline: &Mutex<Option<Instant>>
                 match (state.queue.front(), waiting) {
                     (Some(_), None) | (Some(_), Some(Duration::ZERO)) => break,
                     (_, Some(wait)) => {
-                        let wait = match *deadline.lock().unwrap_or_else(|e| e.into_inner()) {
+                        let wait = match state.give_up_at(deadline) {
                             Some(d) => wait.min(d.saturating_duration_since(Instant::now())),
                             None => wait,
                         };
@@ -239,6 +275,10 @@ fn send_loop(target: &Target, shared: &Shared, deadline: &Mutex<Option<Instant>>
         };
         let outcome = send(&agent, target, &series);
         let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        match &outcome {
+            Outcome::Failed { connected: false, .. } => state.stats.unreached += 1,
+            _ => state.stats.reached = true,
+        }
         match outcome {
             Outcome::Sent => {
                 state.stats.pushed += 1;
@@ -261,7 +301,7 @@ fn send_loop(target: &Target, shared: &Shared, deadline: &Mutex<Option<Instant>>
                 retry_at = Some(Instant::now() + backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
-            Outcome::Failed(why) => {
+            Outcome::Failed { why, .. } => {
                 state.stats.failures += 1;
                 if state.last_logged.as_deref() != Some(why.as_str()) {
                     log(&format!(
@@ -281,8 +321,26 @@ enum Outcome {
     Sent,
     /// The server answered and will not take it.
     Refused(String),
-    /// Down, slow, or a server error: worth trying again.
-    Failed(String),
+    /// Down, slow, or a server error: worth trying again. `connected`: the connection was made
+    /// (the server answered, or went quiet after it).
+    Failed {
+        why: String,
+        connected: bool,
+    },
+}
+
+/// Whether `e` happened before any connection was made: nothing listens there, no route, no
+/// such host.
+fn before_connecting(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind::*;
+    match e {
+        ureq::Error::Io(io) => {
+            matches!(io.kind(), ConnectionRefused | HostUnreachable | NetworkUnreachable | AddrNotAvailable)
+        }
+        ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => true,
+        ureq::Error::Timeout(t) => matches!(t, ureq::Timeout::Connect | ureq::Timeout::Resolve),
+        _ => false,
+    }
 }
 
 fn send(agent: &ureq::Agent, target: &Target, series: &Series) -> Outcome {
@@ -307,10 +365,10 @@ fn send(agent: &ureq::Agent, target: &Target, series: &Series) -> Outcome {
                 400 | 404 | 405 | 413 | 415 | 422 => {
                     Outcome::Refused(format!("the server refused the profile (HTTP {status})"))
                 }
-                _ => Outcome::Failed(format!("HTTP {status}")),
+                _ => Outcome::Failed { why: format!("HTTP {status}"), connected: true },
             }
         }
-        Err(e) => Outcome::Failed(one_line(&e.to_string())),
+        Err(e) => Outcome::Failed { why: one_line(&e.to_string()), connected: !before_connecting(&e) },
     }
 }
 
@@ -455,5 +513,26 @@ mod tests {
         assert!(stats.max_queued <= 3, "{stats:?}");
         let lines = lines.lock().unwrap();
         assert_eq!(lines.len(), 1, "one line for one failure, however often it is retried: {lines:?}");
+    }
+
+    /// While no attempt could connect, the end does not wait out the time it was given: it gives
+    /// up within [`UNREACHED_FINISH`].
+    #[test]
+    fn nothing_listening_gives_up_at_the_end_without_waiting_it_out() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let target = Target::new(&format!("http://127.0.0.1:{port}"), Auth::None, None).unwrap();
+        let pusher = Pusher::start(target, 10, Box::new(|_| {}));
+        // Queued just before the end (a run shorter than an interval): the first attempt is made
+        // while finishing.
+        for i in 0..3u8 {
+            pusher.submit(Series { labels: Vec::new(), pprof: vec![i] });
+        }
+        let started = Instant::now();
+        let stats = pusher.finish(Duration::from_secs(60));
+        // Before: the whole minute, retrying with backoff.
+        assert!(started.elapsed() < Duration::from_secs(30), "finish took {:?}", started.elapsed());
+        assert_eq!((stats.pushed, stats.dropped, stats.reached), (0, 3, false), "{stats:?}");
+        assert!(stats.unreached >= 1 && stats.unreached == stats.failures, "{stats:?}");
     }
 }

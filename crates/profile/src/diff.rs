@@ -3,7 +3,13 @@
 //! for traces, and for sampling profiles whether a change is larger than sampling noise.
 //!
 //! **Matching.** A method is the same in both runs when its name as reports show it (type
-//! arguments included), its signature and its assembly are: ids differ from run to run.
+//! arguments included), its signature and its assembly are: ids differ from run to run. One
+//! exception: two builds of one project whose program assembly was renamed (`app-v1.exe`,
+//! `app-v2.exe`) share no assembly name, so nothing of the program would match. When the
+//! program's own assembly differs between the runs ([`program_assembly`]), neither run has the
+//! other's, and at least half of the methods of the one with fewer have a namesake (name and
+//! signature) in the other, the program's methods are matched without their assembly
+//! ([`Diff::renamed`] says so).
 //!
 //! **Normalising** (`Normalize::Total`, the default): runs of different lengths compare by
 //! share. The base's figures are scaled by `new total / base total`, so every figure reads in
@@ -147,6 +153,53 @@ pub struct Diff {
     pub traced: bool,
     /// Largest change first ([`MethodDiff::size`]), then by name.
     pub methods: Vec<MethodDiff>,
+    /// The program's assembly has another name in each run, and its methods were matched by
+    /// name and signature alone (see the module's documentation).
+    pub renamed: Option<Renamed>,
+}
+
+/// The program's assembly, renamed between the runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renamed {
+    pub base: String,
+    pub new: String,
+    /// Its methods found in both runs.
+    pub matched: usize,
+}
+
+/// The assembly of the program a run's command line names: the first argument whose file name,
+/// without a `.dll` or `.exe` extension, is the assembly of one of its methods (`dotnet
+/// /srv/app-v1.dll`, `mono app-v1.exe`, an app host `./app-v1`).
+pub fn program_assembly(p: &Profile) -> Option<&str> {
+    let assemblies: std::collections::HashSet<&str> = p.methods.iter().map(|m| m.assembly.as_str()).collect();
+    p.run.command.iter().find_map(|arg| {
+        let name = arg.rsplit('/').next()?;
+        let stem = name.strip_suffix(".dll").or_else(|| name.strip_suffix(".exe")).unwrap_or(name);
+        assemblies.get(stem).copied()
+    })
+}
+
+/// The program's assembly when it was renamed between `base` and `new` and its methods are
+/// still the same program's (see the module's documentation).
+fn renamed_program(base: &Profile, new: &Profile) -> Option<Renamed> {
+    let (a, b) = (program_assembly(base)?, program_assembly(new)?);
+    let has = |p: &Profile, assembly: &str| p.methods.iter().any(|m| m.assembly == assembly);
+    if a == b || has(base, b) || has(new, a) {
+        return None;
+    }
+    let keys = |p: &Profile, assembly: &str| -> std::collections::HashSet<(String, String)> {
+        (0..p.methods.len() as u32)
+            .filter(|&id| p.methods[id as usize].assembly == assembly)
+            .map(|id| (p.display_name(id).into_owned(), p.methods[id as usize].signature.clone()))
+            .collect()
+    };
+    let (ka, kb) = (keys(base, a), keys(new, b));
+    let matched = ka.intersection(&kb).count();
+    (matched > 0 && 2 * matched >= ka.len().min(kb.len())).then(|| Renamed {
+        base: a.to_string(),
+        new: b.to_string(),
+        matched,
+    })
 }
 
 impl Diff {
@@ -175,7 +228,10 @@ impl Diff {
         let traced = base.run.mode == Mode::Tracing && new.run.mode == Mode::Tracing;
 
         // Methods by identity; a run that has one method several times (it should not) adds up.
-        let mut by_key: HashMap<(String, String, String), MethodDiff> = HashMap::new();
+        // The renamed program's methods are keyed without their assembly (`None`).
+        let renamed = renamed_program(base, new);
+        let program = |is_base: bool| renamed.as_ref().map(|r| if is_base { &r.base } else { &r.new });
+        let mut by_key: HashMap<(String, String, Option<String>), MethodDiff> = HashMap::new();
         let mut add = |p: &Profile, a: &Analysis, f: &[(u64, u64)], scale: f64, is_base: bool| {
             for (id, m) in p.methods.iter().enumerate() {
                 let stats = a.method(id as u32);
@@ -184,7 +240,8 @@ impl Diff {
                     continue;
                 }
                 let name = p.display_name(id as u32).into_owned();
-                let key = (name.clone(), m.signature.clone(), m.assembly.clone());
+                let assembly = (program(is_base) != Some(&m.assembly)).then(|| m.assembly.clone());
+                let key = (name.clone(), m.signature.clone(), assembly);
                 let entry = by_key.entry(key).or_insert_with(|| MethodDiff {
                     name,
                     assembly: m.assembly.clone(),
@@ -194,6 +251,10 @@ impl Diff {
                     z: None,
                     z_total: None,
                 });
+                if !is_base {
+                    // A renamed program's method is shown with its assembly's new name.
+                    entry.assembly.clone_from(&m.assembly);
+                }
                 let side = if is_base { &mut entry.base } else { &mut entry.new };
                 let s = side.get_or_insert_with(Side::default);
                 s.raw_self = s.raw_self.saturating_add(raw_self);
@@ -219,7 +280,7 @@ impl Diff {
             }
         }
         methods.sort_by(|x, y| y.size().total_cmp(&x.size()).then_with(|| x.name.cmp(&y.name)));
-        Diff { weight, normalize, base_total, new_total, base_scale, sampled, traced, methods }
+        Diff { weight, normalize, base_total, new_total, base_scale, sampled, traced, methods, renamed }
     }
 }
 
@@ -295,6 +356,52 @@ mod tests {
         // Without normalising, the figures are the raw ones.
         let raw = Diff::new(&base, &new, Normalize::None);
         assert_eq!(raw.methods.iter().find(|m| m.name == "Acme.Hot").unwrap().self_change(), 1000.0);
+    }
+
+    /// A traced run of program `assembly` (its command line names `/srv/{assembly}.dll`): Main
+    /// calls each of `children` (name, calls) and the framework's `System.Console.WriteLine`.
+    fn build(assembly: &str, children: &[(&str, u64)]) -> Profile {
+        let mut b = Builder::new();
+        let t = b.thread();
+        let main = b.method("Acme.Main");
+        let root = b.node(t, None, main, 1, 10, 0);
+        for &(name, calls) in children {
+            let m = b.method(name);
+            b.node(t, Some(root), m, calls, 100 * calls, 0);
+        }
+        let write = b.method("System.Console.WriteLine");
+        b.node(t, Some(root), write, 1, 5, 0);
+        let mut p = b.finish();
+        for m in &mut p.methods {
+            let framework = m.name.starts_with("System.");
+            m.assembly = if framework { "System.Console".into() } else { assembly.into() };
+            m.module = format!("{}.dll", m.assembly);
+        }
+        p.run.command = vec!["dotnet".into(), format!("/srv/{assembly}.dll"), "2".into()];
+        p
+    }
+
+    #[test]
+    fn a_renamed_program_assembly_is_matched_by_method_names() {
+        let base = build("app-v1", &[("Acme.Sort", 2), ("Acme.Parse", 2)]);
+        let new = build("app-v2", &[("Acme.Sort", 6), ("Acme.Parse", 2), ("Acme.Extra", 1)]);
+        assert_eq!((program_assembly(&base), program_assembly(&new)), (Some("app-v1"), Some("app-v2")));
+        let d = Diff::new(&base, &new, Normalize::None);
+        assert_eq!(d.renamed, Some(Renamed { base: "app-v1".into(), new: "app-v2".into(), matched: 3 }));
+        let get = |name: &str| d.methods.iter().find(|m| m.name == name).unwrap();
+        assert_eq!((get("Acme.Sort").status(), get("Acme.Sort").calls_change()), ("both", 4));
+        assert_eq!(get("Acme.Sort").assembly, "app-v2");
+        assert_eq!(get("Acme.Extra").status(), "appeared");
+        assert_eq!(get("System.Console.WriteLine").status(), "both");
+        assert_eq!(d.methods.len(), 5, "{:?}", d.methods);
+
+        // One program against another that merely shares `Main`: nothing is matched across them.
+        let other = build("tool", &[("Tool.Run", 1), ("Tool.Load", 1), ("Tool.Save", 1)]);
+        let d = Diff::new(&base, &other, Normalize::None);
+        assert_eq!(d.renamed, None);
+        assert!(d.methods.iter().filter(|m| m.name == "Acme.Main").all(|m| m.status() != "both"));
+        // The same name on both sides: matched by identity, as always.
+        assert_eq!(Diff::new(&base, &base, Normalize::None).renamed, None);
     }
 
     proptest! {

@@ -13,7 +13,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 12;
+pub const PROTOCOL_VERSION: u32 = 13;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -202,4 +202,9 @@ pub struct Snapshot {
     /// Mono, tracing and coverage: the precompiled (AOT) images whose code ran untraced so far
     /// (`Loading::precompiled`, which `loading`'s encoding leaves out).
     pub precompiled: Vec<String>,
+    /// Tracing a .NET program without `--native-hooks`: every file the process has mapped
+    /// executable so far (`/proc/self/maps`), for the controller to tell the libraries built
+    /// with `-finstrument-functions`, whose hooks then run glibc's empty ones (docs/NATIVE.md).
+    /// Empty otherwise.
+    pub mapped_files: Vec<String>,
 }

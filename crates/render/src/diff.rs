@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 use sonde_profile::Profile;
-use sonde_profile::diff::{Diff, MethodDiff, Normalize, Side, Weight, Z_SIGNIFICANT};
+use sonde_profile::diff::{Diff, MethodDiff, Normalize, Renamed, Side, Weight, Z_SIGNIFICANT};
 
 use crate::collapsed::FoldedStacks;
 use crate::flamegraph::MAX_FLAMEGRAPH_STACK_BYTES;
@@ -100,6 +100,16 @@ fn scale_line(diff: &Diff) -> String {
     }
 }
 
+/// What matching the renamed program's methods by name means, in one line.
+fn renamed_line(r: &Renamed) -> String {
+    format!(
+        "the program's assembly is {} in the base and {} in the new run: its methods are matched by type and method name ({} in both)",
+        r.base,
+        r.new,
+        count(r.matched as u64)
+    )
+}
+
 fn text(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     writeln!(out, "Sonde diff")?;
@@ -107,6 +117,9 @@ fn text(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
     writeln!(out, "  new          {} ({})", Clean(&command_line(&new.run.command)), new.run.mode.as_str())?;
     writeln!(out, "  weights      {}", if diff.weight == Weight::Ns { "time" } else { "samples" })?;
     writeln!(out, "  normalized   {}", scale_line(diff))?;
+    if let Some(r) = &diff.renamed {
+        writeln!(out, "  matched      {}", Clean(&renamed_line(r)))?;
+    }
     if diff.sampled {
         writeln!(
             out,
@@ -172,7 +185,17 @@ struct JsonDiff<'a> {
     base: RunView<'a>,
     new: RunView<'a>,
     noise_test: Option<NoiseView>,
+    /// Added to `sonde.diff/1`: the program's assembly renamed between the runs, its methods
+    /// matched by name (null otherwise).
+    program_renamed: Option<RenamedView<'a>>,
     methods: Vec<MethodView<'a>>,
+}
+
+#[derive(Serialize)]
+struct RenamedView<'a> {
+    base: &'a str,
+    new: &'a str,
+    matched: usize,
 }
 
 #[derive(Serialize)]
@@ -245,6 +268,7 @@ fn json(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
             test: "two-proportion z-test on self and on total samples",
             z_threshold: Z_SIGNIFICANT,
         }),
+        program_renamed: diff.renamed.as_ref().map(|r| RenamedView { base: &r.base, new: &r.new, matched: r.matched }),
         methods: diff
             .methods
             .iter()
@@ -345,6 +369,9 @@ fn html(base: &Profile, new: &Profile, diff: &Diff, out: &mut dyn Write) -> io::
     row(&mut out, "base", &format!("{} ({})", command_line(&base.run.command), base.run.mode.as_str()))?;
     row(&mut out, "new", &format!("{} ({})", command_line(&new.run.command), new.run.mode.as_str()))?;
     row(&mut out, "normalized", &scale_line(diff))?;
+    if let Some(r) = &diff.renamed {
+        row(&mut out, "matched", &renamed_line(r))?;
+    }
     if diff.sampled {
         row(
             &mut out,

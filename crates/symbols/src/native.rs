@@ -229,17 +229,19 @@ fn debug_functions<'data>(
 
 /// Whether the ELF file at `path` imports (references without defining) one of `names` from its
 /// dynamic symbol table: for `sonde record`, whether a program was built with
-/// `-finstrument-functions` (it imports `__cyg_profile_func_enter`). `false` for anything that is
-/// not a readable ELF file of at most 256 MiB.
+/// `-finstrument-functions` (it imports `__cyg_profile_func_enter`), and for the libraries a
+/// traced .NET program mapped. `false` for anything that is not a readable ELF file. Only the
+/// headers and the dynamic symbol table are read, not the whole file (a runtime's libraries, and
+/// the managed images a .NET process maps, are megabytes each).
 pub fn imports_any(path: &Path, names: &[&str]) -> bool {
-    const MAX_FILE: u64 = 256 << 20;
-    let Ok(meta) = std::fs::metadata(path) else { return false };
-    if !meta.is_file() || meta.len() > MAX_FILE {
+    // Never opened unless a regular file: opening a FIFO would block.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         return false;
     }
-    let Ok(bytes) = std::fs::read(path) else { return false };
-    let Ok(file) = object::File::parse(&*bytes) else { return false };
-    file.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| names.contains(&n)))
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    let cache = object::ReadCache::new(file);
+    let Ok(elf) = object::File::parse(&cache) else { return false };
+    elf.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| names.contains(&n)))
 }
 
 /// The compiler's function-entry hook (`-finstrument-functions`).

@@ -54,7 +54,7 @@ pub fn start(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts,
     }
     info.set_event_mask(mask, 0).map_err(|e| StartError::runtime("SetEventMask", e))?;
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State::default());
-    Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false })
+    Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false, mapped_files: false })
 }
 
 /// A body with a counter per block ([`instrument`]).

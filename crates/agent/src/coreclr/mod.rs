@@ -439,7 +439,7 @@ fn start_tracing(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFa
         .map_err(|e| StartError::runtime("SetEnterLeaveFunctionHooks3", e))?;
     info.set_function_mapper(map_function).map_err(|e| StartError::runtime("SetFunctionIDMapper2", e))?;
     session::start_sampled_timing(config)?;
-    Ok(session::tracing_facts(config, floor.is_some()))
+    Ok(session::tracing_facts(config, floor.is_some(), true))
 }
 
 /// The runtime events a sampling session asks for: threads, exceptions, suspensions and (in the

@@ -108,6 +108,9 @@ pub struct SnapshotFacts {
     pub exact_timing: bool,
     /// Sampling mode: pending samples are drained into the trees first, and counts are reported.
     pub sampling: bool,
+    /// Tracing a .NET program without `--native-hooks`: snapshots list the files mapped
+    /// executable ([`crate::process::executable_files`]).
+    pub mapped_files: bool,
 }
 
 /// Why the agent could not open its session with the controller.
@@ -237,6 +240,7 @@ impl Link {
             new_methods,
             sampling: facts.sampling,
             superseded,
+            mapped_files: facts.mapped_files,
         }));
         let bytes = match encode_frame(&message) {
             Ok(bytes) => bytes,

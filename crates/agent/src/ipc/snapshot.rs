@@ -23,6 +23,8 @@ pub struct SnapshotContext {
     pub sampling: bool,
     /// Snapshots replaced before they could be sent, so far.
     pub superseded: u64,
+    /// List the files mapped executable (see `SnapshotFacts::mapped_files`).
+    pub mapped_files: bool,
 }
 
 pub fn take(ctx: SnapshotContext) -> Snapshot {
@@ -97,6 +99,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         },
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
         precompiled: crate::mono::precompiled::images(),
+        mapped_files: if ctx.mapped_files { crate::process::executable_files() } else { Vec::new() },
     }
 }
 

@@ -26,7 +26,7 @@ pub fn start(mono: &'static Mono, _config: &AgentConfig) -> Result<SnapshotFacts
     }
     profiler.set_events::<super::Agent>(false);
     let _ = PROFILER.set(profiler);
-    Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false })
+    Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false, mapped_files: false })
 }
 
 /// The coverage filter: the methods the session's filter traces (the program's own by default).

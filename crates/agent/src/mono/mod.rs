@@ -116,7 +116,7 @@ fn start_tracing(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFa
         (None, false) => profiler.set_call_instrumentation::<Agent, Untimed>(),
     }
     set_events(&profiler, config);
-    Ok(session::tracing_facts(config, floor.is_some()))
+    Ok(session::tracing_facts(config, floor.is_some(), true))
 }
 
 /// The runtime's events, in both modes: catches only when asked (`AgentConfig::mono_catches`).

@@ -402,7 +402,7 @@ fn decide() -> u8 {
             let cost = COST_PROBE.measure();
             log!("hook cost: {:.1} ticks inside a call, {:.1} around it", cost.inner_ticks, cost.outer_ticks);
         }
-        Ok(session::tracing_facts(config, false))
+        Ok(session::tracing_facts(config, false, false))
     });
     OWN_SESSION.store(started.is_ok(), Relaxed);
     match started {

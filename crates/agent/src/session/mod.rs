@@ -418,19 +418,27 @@ pub fn thread_named(os_tid: u32, name: String) {
 }
 
 /// The facts of a tracing session: the hooks' cost is measured (and sent with each snapshot) for
-/// exact timing with real hooks; `--timing sampled` charges time by interval.
-pub fn tracing_facts(config: &AgentConfig, floor: bool) -> SnapshotFacts {
+/// exact timing with real hooks; `--timing sampled` charges time by interval. `runtime`: a .NET
+/// runtime's session, whose snapshots list the files mapped executable unless `--native-hooks`
+/// serves the compiler's hooks already (the controller looks there for instrumented libraries).
+pub fn tracing_facts(config: &AgentConfig, floor: bool, runtime: bool) -> SnapshotFacts {
     let timed = config.timing == sonde_profile::Timing::Exact;
     SnapshotFacts {
         sample_interval_ns: if timed { 0 } else { interval(config).as_nanos() as u64 },
         exact_timing: timed && !floor,
         sampling: false,
+        mapped_files: runtime && !config.native_hooks,
     }
 }
 
 /// The facts of a sampling session.
 pub fn sampling_facts(config: &AgentConfig) -> SnapshotFacts {
-    SnapshotFacts { sample_interval_ns: interval(config).as_nanos() as u64, exact_timing: false, sampling: true }
+    SnapshotFacts {
+        sample_interval_ns: interval(config).as_nanos() as u64,
+        exact_timing: false,
+        sampling: true,
+        mapped_files: false,
+    }
 }
 
 /// The sampling interval (`--rate`), or `--timing sampled`'s.
