@@ -10,7 +10,7 @@ report`), in interleaved rounds. Reports the median CPU of all processes and wal
 cost per call over no profiler; checks that both tools count the same calls per function.
 
     source target/sonde-env.sh; cargo build --release
-    python3 scripts/bench-native.py [--rounds 7] [--n 3000000] [--agent OTHER/libsonde_agent.so]
+    python3 scripts/bench-native.py [--rounds 7] [--n 3000000] [--other OTHER/target/release/sonde]
 """
 
 import argparse
@@ -30,8 +30,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--n", type=int, default=3000000)
-    p.add_argument("--agent", help="another agent library to compare, in the same interleaved rounds "
-                                   "(kept in a directory only its owner can write)")
+    p.add_argument("--other", help="another build's sonde binary (its agent beside it) to compare in the same "
+                                   "interleaved rounds, e.g. the previous commit's target/release/sonde")
     a = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sonde-bench-native-"))
     exe = work / "hot"
@@ -48,10 +48,9 @@ def main():
         "uftrace record": ["uftrace", "record", "-d", trace, str(exe)],
     }
     envs = {name: dict(os.environ) for name in variants}
-    if a.agent:
-        name = "sonde record, agent " + a.agent
-        variants[name] = variants["sonde record (tracing, exact)"]
-        envs[name] = dict(os.environ, SONDE_AGENT=a.agent)
+    if a.other:
+        name = "sonde record, other build"
+        variants[name] = [a.other] + variants["sonde record (tracing, exact)"][1:]
     sizes = (0, a.n)
     results = {k: {n: ([], []) for n in sizes} for k in variants}
     for name, cmd in variants.items():  # warm-up
