@@ -96,3 +96,65 @@ fn coreclr_names_native_frames_from_symbol_tables() {
 fn mono_names_native_frames_from_symbol_tables() {
     native_frames_are_named(Runtime::Mono);
 }
+
+/// Self samples of the native frames whose name starts with `prefix`: (named, all), and the
+/// functions named.
+fn native_samples(report: &Value, prefix: &str) -> (u64, u64, Vec<String>) {
+    let mut named = Vec::new();
+    let (mut with_name, mut all) = (0, 0);
+    for m in arr(report, "methods") {
+        let name = str_of(m, "name");
+        let Some(rest) = name.strip_prefix(prefix).filter(|r| r.is_empty() || r.starts_with('!')) else { continue };
+        let samples = u64_of(m, "self_samples");
+        all += samples;
+        if let Some(function) = rest.strip_prefix('!') {
+            with_name += samples;
+            named.push(function.to_string());
+        }
+    }
+    (with_name, all, named)
+}
+
+/// Mono's runtime is the `mono` executable itself (Debian's `/usr/bin/mono`, a symlink to
+/// `mono-sgen`), named by the loader from `argv[0]`: its frames are named from the debug file
+/// that Debian's `mono-runtime-dbg` installs (found through the real path's `.gnu_debuglink`,
+/// `/usr/lib/debug/usr/bin/mono-sgen`), its garbage collector's functions included. An
+/// allocation-heavy program spends a good part of its time there.
+#[test]
+fn mono_runtime_frames_are_named_from_its_debug_file() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("alloc.sonde");
+    let out = Runtime::Mono.record_app(&file, &[], "Alloc", &["alloc", "3"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    let (named, all, functions) = native_samples(&report, "[native] mono");
+    assert!(all > 20, "the runtime's own frames: {all} samples");
+    assert!(named * 10 >= all * 9, "{named} of {all} samples in the runtime named: {functions:?}");
+    let collector =
+        |f: &String| ["sgen_", "major_", "mono_gc_", "copy_or_mark_", "alloc_"].iter().any(|p| f.starts_with(p));
+    assert!(functions.iter().any(collector), "the collector's functions are named: {functions:?}");
+    // As the text report shows them with every native frame shown.
+    let shown = sonde_cmd(&["report".into(), file.clone().into(), "--native".into(), "show".into()]).stdout_str();
+    assert!(shown.contains("[native] mono!sgen_") || shown.contains("[native] mono!major_"), "{shown}");
+}
+
+/// The vDSO (`linux-vdso.so.1`: kernel code mapped into the process, in no file) is named from its
+/// own symbols, read from its image in memory — never from another object's table (the main
+/// executable's, which the loader's name for it once led to).
+fn vdso_frames_are_named_from_its_own_symbols(rt: Runtime) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("clocks.sonde");
+    let out = rt.record_app(&file, &[], "Clocks", &["1000"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(out.stdout_str().starts_with("reads "), "{}", out.describe());
+    let report = report_json(&file);
+    let (named, all, functions) = native_samples(&report, "[native] linux-vdso.so.1");
+    assert!(all > 20 && named == all, "{named} of {all} samples in the vDSO named: {functions:?}");
+    let vdso = |f: &String| {
+        f.starts_with("__vdso_") || ["clock_gettime", "gettimeofday", "time", "getcpu"].contains(&f.as_str())
+    };
+    assert!(functions.iter().all(vdso), "the vDSO's own functions only: {functions:?}");
+    assert!(functions.iter().any(|f| f.contains("clock_gettime")), "{functions:?}");
+}
+
+on_both_runtimes!(vdso_frames_are_named_from_its_own_symbols);
