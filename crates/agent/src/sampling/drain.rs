@@ -459,7 +459,7 @@ mod tests {
                 false
             }
             fn il_offset(&mut self, value: usize) -> Option<u32> {
-                (value < 1000 && value >= 100).then_some(value as u32 / 100)
+                (100..1000).contains(&value).then_some(value as u32 / 100)
             }
             fn truncated(&mut self) -> u32 {
                 77
