@@ -5,7 +5,8 @@
 #     goes into a project-local virtualenv at .venv/.
 #   - a C# compiler: `mcs` from Debian's `mono-mcs` (an SDK's `csc` is not needed).
 #   - the Mono runtime (`mono`, Debian's `mono-runtime`) for the Mono backend's tests, with
-#     `mono-utils` and `libmono-profiler` (Mono's own log profiler, a benchmark peer).
+#     `mono-utils` and `libmono-profiler` (Mono's own log profiler, a benchmark peer), and
+#     `mono-runtime-dbg` (its debug symbols, which name the runtime's own frames).
 #   - tmux, the real terminal `sonde top`'s tests drive.
 #   - Roslyn, the real C# compiler, for tests that need portable PDBs: from the npm package
 #     @typespec/http-client-csharp (pinned version and integrity; Debian's `npm` if missing),
@@ -97,6 +98,16 @@ libc_id=$(readelf -n "${libc_so:-/lib/x86_64-linux-gnu/libc.so.6}" 2>/dev/null |
 if [ -n "$libc_id" ] && [ ! -f "/usr/lib/debug/.build-id/${libc_id:0:2}/${libc_id:2}.debug" ]; then
     say "installing Debian's libc6-dbg (glibc's debug symbols, for the native symbol tests)"
     apt_install libc6-dbg
+fi
+
+# Debian's mono-runtime-dbg: the debug file of Mono's runtime (the `mono-sgen` executable), found
+# by its .gnu_debuglink under /usr/lib/debug/usr/bin/, which names the runtime's own frames (its
+# garbage collector's static functions included) in the native symbol tests. It must match the
+# installed Mono, so only Debian's own Mono gets it.
+if [ "$(readlink -f "$mono")" = /usr/bin/mono-sgen ] && [ ! -f /usr/lib/debug/usr/bin/mono-sgen ] \
+    && dpkg-query -W -f='${Status}' mono-runtime-sgen 2>/dev/null | grep -q 'ok installed'; then
+    say "installing Debian's mono-runtime-dbg (Mono's debug symbols, for the native symbol tests)"
+    apt_install mono-runtime-dbg
 fi
 
 # uftrace: the peer of Sonde's native tracing (the same -finstrument-functions hooks), for the

@@ -9,6 +9,7 @@ use std::path::Path;
 const TOP: usize = 5;
 
 pub fn print(profile: &Profile, path: &Path) {
+    let mono_lines_hint = sonde_render::mono_without_debug_mode(profile);
     // As `sonde report` shows it by default: native and framework runs folded.
     let profile = &*sonde_profile::view::apply(profile, sonde_profile::view::View::default());
     let analysis = Analysis::new(profile);
@@ -45,6 +46,9 @@ pub fn print(profile: &Profile, path: &Path) {
         duration(profile.run.wall_ns),
         Clean(&path.display().to_string())
     );
+    if mono_lines_hint {
+        crate::say!("sonde: no samples by line: {}", sonde_render::MONO_DEBUG_HINT);
+    }
     // (method, self weight, self time)
     let mut top: Vec<(usize, u64, u64)> = analysis
         .methods()

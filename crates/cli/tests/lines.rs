@@ -26,16 +26,30 @@ fn method<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 /// Records `Lines.exe` built as `build` on `rt` with `opts`; the JSON report.
 fn record_lines(rt: Runtime, build: Build, opts: &[&str], calls: &str) -> Value {
-    record_lines_with_pprof(rt, build, opts, calls).0
+    record_lines_with_pprof(&Host::plain(rt), build, opts, calls).0
 }
 
-/// [`record_lines`], and the profile's pprof export, decoded.
-fn record_lines_with_pprof(rt: Runtime, build: Build, opts: &[&str], calls: &str) -> (Value, pprof_text::Profile) {
+/// How the runtime runs the program: its options before the program, and its environment.
+struct Host {
+    command: Vec<OsString>,
+    env: Vec<(&'static str, OsString)>,
+}
+
+impl Host {
+    fn plain(rt: Runtime) -> Host {
+        Host { command: vec![rt.host().into()], env: Vec::new() }
+    }
+}
+
+/// [`record_lines`] run by `host`, and the profile's pprof export, decoded.
+fn record_lines_with_pprof(host: &Host, build: Build, opts: &[&str], calls: &str) -> (Value, pprof_text::Profile) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("lines.sonde");
-    let command: Vec<OsString> = vec![rt.host().into(), built_app("Lines", build).into(), calls.into()];
-    let out = record(&file, opts, &command);
+    let mut command = host.command.clone();
+    command.extend([built_app("Lines", build).into(), calls.into()]);
+    let out = Running::spawn_with_env(sonde(), &record_args(&file, opts, &command), &host.env).wait(DEADLINE);
     assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(!out.stderr_str().contains("mono --debug"), "no hint when lines were recorded: {}", out.describe());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("symbols of"), "{}", out.describe());
     let pprof = dir.path().join("lines.pb.gz");
     let export = sonde_cmd(&[
@@ -53,7 +67,12 @@ fn record_lines_with_pprof(rt: Runtime, build: Build, opts: &[&str], calls: &str
 /// Sampled on CoreCLR, the hottest line of `Lines.Work` is the line that does the work, and
 /// both methods start where their first statement is.
 fn hottest_line_is_the_work(build: Build) {
-    let (report, pprof) = record_lines_with_pprof(Runtime::CoreClr, build, &["--rate", "1000"], "60");
+    hottest_line_is_the_work_on(&Host::plain(Runtime::CoreClr), build);
+}
+
+/// [`hottest_line_is_the_work`], run by `host`.
+fn hottest_line_is_the_work_on(host: &Host, build: Build) {
+    let (report, pprof) = record_lines_with_pprof(host, build, &["--rate", "1000"], "60");
     let work = method(&report, "Lines.Work");
     let source = repo_root().join("tests/apps/Lines.cs").canonicalize().expect("Lines.cs");
     let same_file =
@@ -177,8 +196,9 @@ fn report_lines_shows_the_table_with_the_source() {
     }
 }
 
-/// Sampled on Mono: first lines from the `.mdb`, no samples by line (Mono maps code back to IL
-/// only in its debug mode, which Sonde does not switch on), and `--lines` says so.
+/// Sampled on Mono without its debug mode: first lines from the `.mdb`, no samples by line
+/// (Mono maps code back to IL only in its debug mode, which Sonde does not switch on), and both
+/// the summary and `--lines` say that `mono --debug` gives them.
 #[test]
 fn mono_sampled_methods_have_first_lines_and_say_why_not_more() {
     let dir = tempfile::tempdir().expect("a temp dir");
@@ -187,11 +207,31 @@ fn mono_sampled_methods_have_first_lines_and_say_why_not_more() {
         vec![Runtime::Mono.host().into(), built_app("Lines", Build::McsMdb).into(), "60".into()];
     let out = record(&file, &[], &command);
     assert_eq!(out.code(), 0, "{}", out.describe());
+    let hints: Vec<String> =
+        out.stderr_str().lines().filter(|l| l.contains("mono --debug")).map(String::from).collect();
+    assert_eq!(hints.len(), 1, "one line says how to get lines: {}", out.describe());
     let report = report_json(&file);
     let work = method(&report, "Lines.Work");
     assert_eq!(work["line"].as_u64(), Some(marked("// FIRST Work").into()), "{work}");
     assert!(u64_of(work, "self_samples") > 0 && arr(work, "lines").is_empty(), "{work}");
     let text = sonde_cmd(&[OsString::from("report"), file.clone().into(), "--lines".into(), "Work".into()]);
     assert_eq!(text.code(), 0, "{}", text.describe());
-    assert!(String::from_utf8_lossy(&text.stdout).contains("only in its debug mode"), "{}", text.describe());
+    let stdout = text.stdout_str();
+    assert!(stdout.contains("only in its debug mode") && stdout.contains("mono --debug"), "{}", text.describe());
+}
+
+/// Sampled on Mono in its debug mode (`mono --debug`, as the program's owner may run it), the
+/// samples are by line as on CoreCLR: the JIT's line tables map each frame back to IL.
+#[test]
+fn mono_debug_mode_gives_sampled_lines() {
+    let host = Host { command: vec![Runtime::Mono.host().into(), "--debug".into()], env: Vec::new() };
+    hottest_line_is_the_work_on(&host, Build::McsMdb);
+}
+
+/// The same with the debug mode asked for in `MONO_ENV_OPTIONS` (which Sonde appends its own
+/// option to).
+#[test]
+fn mono_debug_mode_from_the_environment_gives_sampled_lines() {
+    let host = Host { command: vec![Runtime::Mono.host().into()], env: vec![("MONO_ENV_OPTIONS", "--debug".into())] };
+    hottest_line_is_the_work_on(&host, Build::McsMdb);
 }

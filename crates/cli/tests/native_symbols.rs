@@ -96,3 +96,96 @@ fn coreclr_names_native_frames_from_symbol_tables() {
 fn mono_names_native_frames_from_symbol_tables() {
     native_frames_are_named(Runtime::Mono);
 }
+
+/// Self samples of the native frames whose name starts with `prefix`: (named, all), and the
+/// functions named.
+fn native_samples(report: &Value, prefix: &str) -> (u64, u64, Vec<String>) {
+    let mut named = Vec::new();
+    let (mut with_name, mut all) = (0, 0);
+    for m in arr(report, "methods") {
+        let name = str_of(m, "name");
+        let Some(rest) = name.strip_prefix(prefix).filter(|r| r.is_empty() || r.starts_with('!')) else { continue };
+        let samples = u64_of(m, "self_samples");
+        all += samples;
+        if let Some(function) = rest.strip_prefix('!') {
+            with_name += samples;
+            named.push(function.to_string());
+        }
+    }
+    (with_name, all, named)
+}
+
+/// Records `name` with `args` on `rt` into `file`, logging the agent into `log`; Mono started
+/// as a user starts it, by its name (`mono`, found on `PATH`: the loader then knows the main
+/// program only by that name).
+fn record_by_name(rt: Runtime, file: &Path, log: &Path, name: &str, args: &[&str]) -> Output {
+    let mut command = rt.app_command(name, args);
+    let host = PathBuf::from(&command[0]);
+    let mut env = Vec::new();
+    if rt == Runtime::Mono {
+        command[0] = host.file_name().expect("the host's name").into();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let dirs = std::iter::once(host.parent().expect("the host's directory").to_path_buf());
+        env.push(("PATH", std::env::join_paths(dirs.chain(std::env::split_paths(&path))).expect("PATH")));
+    }
+    let opts = ["--agent-log", log.to_str().expect("a UTF-8 path")];
+    Running::spawn_with_env(sonde(), &record_args(file, &opts, &command), &env).wait(DEADLINE)
+}
+
+/// The number of functions the agent's log says it read for the object it calls `object`.
+fn functions_read(log: &Path, object: &str) -> u64 {
+    let text = std::fs::read_to_string(log).expect("the agent's log");
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("native symbols: {object}")))
+        .unwrap_or_else(|| panic!("no symbols read for {object}: {text}"));
+    let (_, rest) = line.split_once("): ").or_else(|| line.split_once(&format!("{object}: "))).expect(line);
+    rest.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+}
+
+/// Mono's runtime is the `mono` executable itself (Debian's `/usr/bin/mono`, a symlink to
+/// `mono-sgen`), which the loader knows by `argv[0]`: its frames are named from the debug file
+/// that Debian's `mono-runtime-dbg` installs, found through the real file's `.gnu_debuglink`
+/// (`/usr/lib/debug/usr/bin/mono-sgen`), its garbage collector's static functions included. An
+/// allocation-heavy program spends a good part of its time there.
+#[test]
+fn mono_runtime_frames_are_named_from_its_debug_file() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (file, log) = (dir.path().join("alloc.sonde"), dir.path().join("agent.log"));
+    let out = record_by_name(Runtime::Mono, &file, &log, "Alloc", &["alloc", "3"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report = report_json(&file);
+    let (named, all, functions) = native_samples(&report, "[native] mono");
+    assert!(all > 20, "the runtime's own frames: {all} samples");
+    assert!(named * 10 >= all * 9, "{named} of {all} samples in the runtime named: {functions:?}");
+    let collector = |f: &String| ["sgen_", "major_", "par_alloc", "pin_"].iter().any(|p| f.starts_with(p));
+    assert!(functions.iter().any(collector), "the collector's functions are named: {functions:?}");
+    // As the text report shows them with every native frame shown.
+    let shown = sonde_cmd(&["report".into(), file.clone().into(), "--native".into(), "show".into()]).stdout_str();
+    assert!(shown.contains("[native] mono!sgen_"), "{shown}");
+}
+
+/// The vDSO (`linux-vdso.so.1`: kernel code mapped into the process, in no file) is named from
+/// its own symbols, read from its image in memory — never from another object's table (the main
+/// program's, which the loader's name for it once led to: the agent's log then gave the vDSO the
+/// executable's count of functions).
+fn vdso_frames_are_named_from_its_own_symbols(rt: Runtime) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let (file, log) = (dir.path().join("clocks.sonde"), dir.path().join("agent.log"));
+    let out = record_by_name(rt, &file, &log, "Clocks", &["1000"]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(out.stdout_str().starts_with("reads "), "{}", out.describe());
+    let report = report_json(&file);
+    let (named, all, functions) = native_samples(&report, "[native] linux-vdso.so.1");
+    assert!(all > 20 && named == all, "{named} of {all} samples in the vDSO named: {functions:?}");
+    let vdso = |f: &String| {
+        f.starts_with("__vdso_") || ["clock_gettime", "gettimeofday", "time", "getcpu"].contains(&f.as_str())
+    };
+    assert!(functions.iter().all(vdso), "the vDSO's own functions only: {functions:?}");
+    assert!(functions.iter().any(|f| f.contains("clock_gettime")), "{functions:?}");
+    // Its own table: a handful of functions (the executable's has hundreds, or none at all).
+    let read = functions_read(&log, "linux-vdso.so.1");
+    assert!((1..50).contains(&read), "the vDSO's table has {read} functions");
+}
+
+on_both_runtimes!(vdso_frames_are_named_from_its_own_symbols);

@@ -1,8 +1,8 @@
 //! Raw FFI declarations of the parts of Mono's embedding API that Sonde uses: the profiler API
 //! (`mono/metadata/profiler.h`, `profiler-events.h`, API version 3, Mono 6.x), the async-safe
-//! stack walk, and a few metadata and loader getters (`loader.h`, `class.h`, `image.h`,
+//! stack walk, a few metadata and loader getters (`loader.h`, `class.h`, `image.h`,
 //! `metadata.h`, `row-indexes.h`, `blob.h`, `appdomain.h`, `debug-helpers.h`, `jit.h`,
-//! `utils/mono-publib.h`).
+//! `utils/mono-publib.h`), and the JIT's line tables of debug mode (`mono-debug.h`).
 //!
 //! # Design constraints
 //!
@@ -203,6 +203,30 @@ pub type MonoStackWalkAsyncSafe = unsafe extern "C" fn(
     data: *mut c_void,
 ) -> mono_bool;
 
+/// The start of `MonoDebugMethodJitInfo` (metadata/mono-debug.h): what the JIT recorded of one
+/// method's code in debug mode (`mono --debug`). Only this prefix is read (the fields after
+/// `line_numbers` changed between Mono versions; these did not); Mono allocates the whole.
+#[repr(C)]
+pub struct MonoDebugMethodJitInfo {
+    pub code_start: *const u8,
+    pub code_size: u32,
+    pub prologue_end: u32,
+    pub epilogue_begin: u32,
+    pub wrapper_addr: *const u8,
+    pub num_line_numbers: u32,
+    /// `num_line_numbers` entries, in the order the JIT emitted the code.
+    pub line_numbers: *const MonoDebugLineNumberEntry,
+}
+
+/// `MonoDebugLineNumberEntry` (mono-debug.h): code from `native_offset` on was compiled from the
+/// IL at `il_offset`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MonoDebugLineNumberEntry {
+    pub il_offset: u32,
+    pub native_offset: u32,
+}
+
 /// Declares [`MonoApi`]: one function pointer per Mono function, named as Mono exports it.
 macro_rules! mono_api {
     ($($name:ident: fn($($arg:ty),* $(,)?) $(-> $ret:ty)?;)*) => {
@@ -323,6 +347,11 @@ mono_api! {
     mono_metadata_nested_in_typedef: fn(*mut MonoImage, u32) -> u32;
     // debug-helpers.h
     mono_method_full_name: fn(*mut MonoMethod, mono_bool) -> *mut c_char;
+    // mono-debug.h (debug mode: `mono --debug`, or `--debug` in MONO_ENV_OPTIONS), appdomain.h
+    mono_debug_enabled: fn() -> mono_bool;
+    mono_debug_find_method: fn(*mut MonoMethod, *mut MonoDomain) -> *mut MonoDebugMethodJitInfo;
+    mono_debug_free_method_jit_info: fn(*mut MonoDebugMethodJitInfo);
+    mono_domain_get: fn() -> *mut MonoDomain;
     // jit.h, utils/mono-publib.h
     mono_get_runtime_build_info: fn() -> *mut c_char;
     mono_free: fn(*mut c_void);
@@ -348,6 +377,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 64);
+        assert_eq!(MonoApi::NAMES.len(), 68);
     }
 }

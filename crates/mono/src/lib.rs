@@ -13,13 +13,16 @@
 //! * a method arrives either as a [`MethodKey`] (its identity only: what the hot callbacks get) or
 //!   as a [`Method`] borrowed for the callback's duration, which can be named
 //!   ([`Method::describe`]) because the callback runs on a thread attached to the runtime;
-//! * the sampled thread's stack is walked with [`Sample::walk`], async-signal-safely.
+//! * the sampled thread's stack is walked with [`Sample::walk`], async-signal-safely;
+//! * in Mono's debug mode, a compiled method's line table is copied at JIT time
+//!   ([`Method::line_table`]), for sampled offsets to be mapped back to IL later.
 //!
 //! Cold callbacks ([`Events`]) run behind a guard: a panic never unwinds into Mono; the first one
 //! switches them off and calls [`Events::disable`]. Hot callbacks ([`CallHooks`],
 //! [`SampleHit`]) have no guard of their own — an implementation guards its own slow path, so
 //! that its fast path stays a few instructions. Every `unsafe` block says why it holds.
 
+mod debug;
 mod metadata;
 mod profiler;
 
@@ -82,6 +85,13 @@ impl Mono {
             unsafe { (self.api.mono_free)(info.cast::<c_void>()) };
         }
         text.split_whitespace().next().unwrap_or("unknown").to_string()
+    }
+
+    /// Whether Mono runs in its debug mode (`mono --debug`, or `--debug` in `MONO_ENV_OPTIONS`),
+    /// in which its JIT keeps line tables ([`Method::line_table`]).
+    pub fn debug_enabled(&self) -> bool {
+        // SAFETY: a getter of a static, callable from any thread at any time.
+        unsafe { (self.api.mono_debug_enabled)() != 0 }
     }
 
     /// A new profiler handle to register callbacks on (`mono_profiler_create`). Mono requires

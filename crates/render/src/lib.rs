@@ -49,7 +49,7 @@ pub use pprof::{MAX_PPROF_LOCATION_IDS, PprofRenderer, PprofSeries, has_series};
 pub use speedscope::SpeedscopeRenderer;
 pub use stacks::MAX_STACK_FRAMES;
 pub use text::TextRenderer;
-pub use text::lines::write as write_lines;
+pub use text::lines::{MONO_DEBUG_HINT, mono_without_debug_mode, write as write_lines};
 
 /// One output format.
 pub trait Renderer {

@@ -5,7 +5,8 @@
 //!
 //! A debug file is used only when it provably belongs to the library: the same build-id, or —
 //! when the library has none — the CRC-32 its debuglink records. A stale one would name the
-//! wrong functions. Files are read whole, once, up to 256 MiB each.
+//! wrong functions. Files are read whole, once, up to 256 MiB each. An image no file holds (the
+//! vDSO) is read from a copy of its memory ([`NativeSymbols::from_image`]).
 
 use crate::Error;
 use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
@@ -70,10 +71,23 @@ impl NativeSymbols {
             path: path.to_owned(),
             error: std::io::Error::from(std::io::ErrorKind::NotFound),
         })?;
-        let elf = object::File::parse(&*bytes).map_err(|_| damaged(path, "not an ELF file"))?;
+        NativeSymbols::parse(&bytes, path, Some(path), debug_root)
+    }
+
+    /// The functions of an ELF image that exists only in memory, copied into `image` — the
+    /// vDSO, which the kernel maps into every process whole (its section headers and tables
+    /// included) and which no file holds. `name` is for errors. A debug file is looked for by
+    /// build-id only (there is no directory for a debuglink).
+    pub fn from_image(image: &[u8], name: &str) -> Result<NativeSymbols, Error> {
+        NativeSymbols::parse(image, Path::new(name), None, Path::new(DEBUG_ROOT))
+    }
+
+    /// The functions of the ELF file `bytes`, read from `path` (None: from memory, named `name`).
+    fn parse(bytes: &[u8], name: &Path, path: Option<&Path>, debug_root: &Path) -> Result<NativeSymbols, Error> {
+        let elf = object::File::parse(bytes).map_err(|_| damaged(name, "not an ELF file"))?;
         let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
         let first_load =
-            elf.segments().map(|s| s.address()).min().ok_or_else(|| damaged(path, "no loadable segment"))?;
+            elf.segments().map(|s| s.address()).min().ok_or_else(|| damaged(name, "no loadable segment"))?;
         if let Some((debug, functions)) = debug_functions(&elf, path, debug_root, build_id.as_deref()) {
             return Ok(NativeSymbols::new(functions, first_load, build_id, NativeOrigin::DebugFile(debug)));
         }
@@ -187,14 +201,15 @@ fn read_elf(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     crate::read_symbol_file(path)
 }
 
-/// The `.symtab` functions of the separate debug file of `elf` (read from `path`) that provably
-/// belongs to it, with the debug file's path: by build-id under `debug_root`, else by the name
-/// its `.gnu_debuglink` gives, beside the library, in its `.debug/` directory or under
-/// `debug_root` + its directory, matched by build-id or, when the library has none, by the
-/// debuglink's CRC-32.
+/// The `.symtab` functions of the separate debug file of `elf` (read from `path`, None: from
+/// memory) that provably belongs to it, with the debug file's path: by build-id under
+/// `debug_root`, else by the name its `.gnu_debuglink` gives, beside the library, in its
+/// `.debug/` directory or under `debug_root` + its directory, matched by build-id or, when the
+/// library has none, by the debuglink's CRC-32. `path` must be the file's real path (a symlink's
+/// directory, or `/proc/self/exe`'s, is not where its debug file is).
 fn debug_functions<'data>(
     elf: &object::File<'data, &'data [u8]>,
-    path: &Path,
+    path: Option<&Path>,
     debug_root: &Path,
     build_id: Option<&[u8]>,
 ) -> Option<(PathBuf, Vec<Candidate>)> {
@@ -206,7 +221,7 @@ fn debug_functions<'data>(
     let link = elf.gnu_debuglink().ok().flatten();
     if let Some((name, _)) = link
         && let Some(name) = std::str::from_utf8(name).ok().filter(|n| !n.is_empty() && !n.contains('/'))
-        && let Some(dir) = path.parent()
+        && let Some(dir) = path.and_then(Path::parent)
     {
         places.push(dir.join(name));
         places.push(dir.join(".debug").join(name));
@@ -377,6 +392,26 @@ mod tests {
         let exe = exe.canonicalize().unwrap();
         let line = maps.lines().find(|l| l.ends_with(exe.to_str().unwrap())).unwrap();
         u64::from_str_radix(line.split('-').next().unwrap(), 16).unwrap()
+    }
+
+    #[test]
+    fn the_vdso_is_named_from_its_own_image() {
+        use std::os::unix::fs::FileExt;
+        // The kernel maps the whole vDSO image; this process reads its own copy.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps.lines().find(|l| l.ends_with("[vdso]")).expect("a [vdso] mapping");
+        let (start, end) = line.split_whitespace().next().unwrap().split_once('-').unwrap();
+        let (start, end) = (u64::from_str_radix(start, 16).unwrap(), u64::from_str_radix(end, 16).unwrap());
+        let mut image = vec![0u8; (end - start) as usize];
+        std::fs::File::open("/proc/self/mem").unwrap().read_exact_at(&mut image, start).unwrap();
+        let symbols = NativeSymbols::from_image(&image, "linux-vdso.so.1").unwrap();
+        let names: Vec<&str> = symbols.functions().map(|(_, _, name)| name).collect();
+        assert!(names.len() < 50, "the vDSO's functions only: {names:?}");
+        // `clock_gettime` and `__vdso_clock_gettime` are one function: one of the names.
+        let clock = |name: &str| name == "clock_gettime" || name == "__vdso_clock_gettime";
+        let (at, _, name) = symbols.functions().find(|f| clock(f.2)).unwrap_or_else(|| panic!("{names:?}"));
+        assert_eq!(symbols.function(at + 1).map(|(_, found)| found), Some(name));
+        assert!(NativeSymbols::from_image(&image[..32], "cut").is_err());
     }
 
     #[test]

@@ -21,8 +21,17 @@
 //!   code's start address; failing both, the `MonoMethod*` or the code address, tagged. When the
 //!   thread was interrupted outside the leaf managed frame (native code: a system call, the
 //!   runtime), the interrupted address comes first, tagged, so the drain can name the native code
-//!   as the CoreCLR backend does. No allocation, lock, Mono call other than the walk, or panic
-//!   path. A stack with no managed frame is not recorded (counted as `no_managed_frames`).
+//!   as the CoreCLR backend does. A compiled method's value also says where in its code the frame
+//!   was (the interrupted instruction, or a caller's call instruction), for lines. No allocation,
+//!   lock, Mono call other than the walk, or panic path. A stack with no managed frame is not
+//!   recorded (counted as `no_managed_frames`).
+//! * **Lines** need Mono's debug mode (`mono --debug`, or `--debug` in `MONO_ENV_OPTIONS`), the
+//!   only mode in which its JIT keeps a table from native code back to IL. Sonde never switches
+//!   it on (it changes how the program runs); when the program's owner did, the compiling thread
+//!   copies each method's table (`Method::line_table`, in `jit_done`), and the drain maps each
+//!   frame's native offset to its IL offset with it, without calling Mono, as the CoreCLR
+//!   backend's drain does with the runtime's maps. Without debug mode nothing is copied and
+//!   frames have no offset (`docs/SAMPLING.md`, "Source lines").
 //! * **Names** are built on the drain thread, from the metadata of the file each method's image
 //!   was loaded from (`sampling::module_files`), the first time a sample shows the method — so
 //!   the profile lists sampled methods only, as on CoreCLR. The compiling thread (`jit_done`,
@@ -44,12 +53,15 @@ use crate::tree::threads;
 use sonde_metadata::MethodNames;
 use sonde_mono::{Method, Mono, Sample, SampleHit};
 use sonde_protocol::AgentConfig;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex};
 
 /// Ring values: the top two bits say what the rest is.
 const TAG_SHIFT: u32 = 62;
-/// An index into [`COMPILED`].
+/// An index into [`COMPILED`] (the low 32 bits), and above it, from bit [`OFFSET_SHIFT`], the
+/// frame's native offset in the method's code plus one (0: not known).
 const TAG_COMPILED: u64 = 0;
+const OFFSET_SHIFT: u32 = 32;
 /// A `MonoMethod*` that no compiled-method table knows.
 const TAG_METHOD: u64 = 1;
 /// The start of managed code that no compiled-method table knows (AOT code, typically).
@@ -129,6 +141,10 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
     // The thread running the init function initialises the runtime and runs Main.
     session::sample_thread(threads::gettid());
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
+    log!(
+        "Mono's debug mode is {}",
+        if mono.debug_enabled() { "on: samples by line" } else { "off: no samples by line (mono --debug)" }
+    );
     Ok(session::sampling_facts(config))
 }
 
@@ -140,8 +156,13 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
         return;
     }
     let key = method.key().0;
+    let table = method.line_table();
     let index = match IDS.get(key) {
-        Some(index) => index, // compiled again (another domain, a recompilation): new code
+        Some(index) => {
+            // Compiled again (another domain, a recompilation): new code.
+            line_table_again(index, table);
+            index
+        }
         None => {
             let file = method
                 .definition()
@@ -160,6 +181,11 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
             let Ok(index) = u32::try_from(compiled.len()) else { return };
             compiled.push((key, names));
             drop(compiled);
+            // Before the index is published: no sample has it without its table.
+            if let Some(table) = table {
+                line_tables(|tables| tables.insert(index, Some(table.into())));
+                ANY_LINE_TABLE.store(true, Release);
+            }
             if !IDS.insert(key, index) {
                 return;
             }
@@ -168,6 +194,46 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
     };
     if code != 0 {
         CODE.insert(code, index);
+    }
+}
+
+/// The JIT's line table of each compiled method, by index into [`COMPILED`] (Mono's debug mode
+/// only): (native offset, IL offset), sorted. `None`: compiled again with another table, or
+/// first without one (AOT code) and then with one — a sample's native offset could belong to
+/// either code, so it is mapped by neither (no line rather than a wrong one).
+type LineTables = sampling::AddressMap<u32, Option<Arc<[(u32, u32)]>>>;
+
+static LINE_TABLES: Mutex<Option<LineTables>> = Mutex::new(None);
+/// Set once a table is kept: until then the drain looks for none.
+static ANY_LINE_TABLE: AtomicBool = AtomicBool::new(false);
+/// Counts the tables withdrawn, for the drain to drop its copies.
+static LINE_TABLES_WITHDRAWN: AtomicU64 = AtomicU64::new(0);
+
+fn line_tables<R>(f: impl FnOnce(&mut LineTables) -> R) -> R {
+    f(LINE_TABLES.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default))
+}
+
+/// Method `index` compiled again, with `table`: its table stays only if it is the same.
+fn line_table_again(index: u32, table: Option<Vec<(u32, u32)>>) {
+    line_tables(|tables| match (tables.get(&index), table) {
+        (Some(Some(known)), Some(new)) if **known == *new => {}
+        (Some(Some(_)), _) => {
+            tables.insert(index, None);
+            LINE_TABLES_WITHDRAWN.fetch_add(1, Release);
+        }
+        (None, Some(_)) => {
+            tables.insert(index, None);
+        }
+        _ => {}
+    });
+}
+
+/// The IL offset at `native` in code whose line table is `table`: the last entry at or before
+/// it; before the first (the prologue), offset 0 — the method's first line, as on CoreCLR.
+fn il_offset_in(table: &[(u32, u32)], native: u32) -> Option<u32> {
+    match table.partition_point(|&(at, _)| at <= native).checked_sub(1) {
+        Some(at) => table.get(at).map(|&(_, il)| il),
+        None => (!table.is_empty()).then_some(0),
     }
 }
 
@@ -184,20 +250,28 @@ impl SampleHit for Walker {
         let ip = sample.ip();
         sampling::record_for_current_thread(|writer| {
             let mut truncated = false;
+            let mut first = true;
             sample.walk(|frame| {
-                if writer.is_empty() {
+                // Where the frame is in its code: a caller's return address, moved back into its
+                // call instruction (a caller is at its call site)...
+                let mut offset = frame.offset.wrapping_sub(1);
+                if first {
+                    first = false;
                     // The first managed frame: was the thread interrupted in it, or further in
                     // (native code)?
                     let here = frame.code_start.wrapping_add_signed(frame.offset);
                     if here != ip && ip != 0 {
                         writer.push((TAG_NATIVE << TAG_SHIFT) | (ip as u64 & PAYLOAD));
+                    } else {
+                        // ...or the interrupted instruction itself.
+                        offset = frame.offset;
                     }
                 }
                 if writer.is_full() {
                     truncated = true;
                     return true;
                 }
-                writer.push(frame_value(frame.method.map_or(0, |m| m.0), frame.code_start));
+                writer.push(at_offset(frame_value(frame.method.map_or(0, |m| m.0), frame.code_start), offset));
                 false
             });
             if truncated { ring::FLAG_TRUNCATED } else { 0 }
@@ -223,6 +297,17 @@ pub(super) fn frame_value(method: usize, code: usize) -> u64 {
     }
 }
 
+/// `value` with the frame's native `offset` when it is a compiled method's (else as it is).
+#[inline]
+fn at_offset(value: u64, offset: isize) -> u64 {
+    match u64::try_from(offset) {
+        Ok(offset) if value >> TAG_SHIFT == TAG_COMPILED && offset < (PAYLOAD >> OFFSET_SHIFT) => {
+            value | ((offset + 1) << OFFSET_SHIFT)
+        }
+        _ => value,
+    }
+}
+
 // --- On the drain thread: ids and names, without calling Mono. --------------------------------
 
 #[derive(Default)]
@@ -234,6 +319,10 @@ struct MonoFrames {
     native: sampling::NativeNames,
     /// Image files read so far, by [`IMAGES`] index (`None`: unreadable).
     files: sampling::AddressMap<u32, Option<sampling::module_files::ModuleFile>>,
+    /// Line tables looked up so far, by index into [`COMPILED`], and [`LINE_TABLES_WITHDRAWN`]
+    /// when they were.
+    line_tables: LineTables,
+    withdrawn: u64,
 }
 
 impl MonoFrames {
@@ -314,6 +403,27 @@ impl FrameResolver for MonoFrames {
         frame
     }
 
+    /// From the native offset the walk wrote beside a compiled method, through the method's
+    /// line table (debug mode only).
+    fn il_offset(&mut self, value: usize) -> Option<u32> {
+        let value = value as u64;
+        if value >> TAG_SHIFT != TAG_COMPILED || !ANY_LINE_TABLE.load(Acquire) {
+            return None;
+        }
+        let native = u32::try_from((value & PAYLOAD) >> OFFSET_SHIFT).ok()?.checked_sub(1)?;
+        let withdrawn = LINE_TABLES_WITHDRAWN.load(Acquire);
+        if withdrawn != self.withdrawn {
+            self.line_tables.clear();
+            self.withdrawn = withdrawn;
+        }
+        let index = value as u32;
+        let table = self
+            .line_tables
+            .entry(index)
+            .or_insert_with(|| line_tables(|tables| tables.get(&index).cloned().flatten()));
+        il_offset_in(table.as_deref()?, native)
+    }
+
     fn truncated(&mut self) -> u32 {
         methods().pseudo("[truncated stack]", "", "")
     }
@@ -331,5 +441,43 @@ mod tests {
         CODE.insert(0x7f00_dead_0000, 7);
         assert_eq!(frame_value(0, 0x7f00_dead_0000), 7);
         assert_eq!(frame_value(0x5555_0000_2000, 0x7f00_dead_0000), 7);
+        // A compiled method's value carries its offset; the others' stay as they are.
+        assert_eq!(at_offset(7, 0x40), 7 | (0x41 << OFFSET_SHIFT));
+        assert_eq!(at_offset(7, -1), 7);
+        let code = frame_value(0, 0x7f00_1234_5000);
+        assert_eq!(at_offset(code, 0x40), code);
+    }
+
+    #[test]
+    fn native_offsets_map_to_the_last_il_offset_at_or_before_them() {
+        let table = [(10, 0), (24, 3), (24, 5), (60, 12)];
+        let at = |native| il_offset_in(&table, native);
+        assert_eq!(
+            (at(0), at(10), at(23), at(24), at(59), at(60), at(900)),
+            (Some(0), Some(0), Some(0), Some(5), Some(5), Some(12), Some(12))
+        );
+        assert_eq!(il_offset_in(&[], 5), None);
+    }
+
+    #[test]
+    fn the_drain_reads_offsets_only_through_kept_tables() {
+        let mut frames = MonoFrames::default();
+        let value = |index: u64, native: isize| at_offset(index, native) as usize;
+        line_tables(|tables| {
+            tables.insert(900, Some(vec![(0, 0), (16, 4)].into()));
+            tables.insert(901, Some(vec![(0, 0), (8, 2)].into()));
+        });
+        ANY_LINE_TABLE.store(true, Release);
+        assert_eq!(frames.il_offset(value(900, 20)), Some(4));
+        assert_eq!(frames.il_offset(value(900, -1)), None, "no offset written");
+        assert_eq!(frames.il_offset(value(902, 20)), None, "no table");
+        // Compiled again with the same table: kept; with another: withdrawn, copies dropped.
+        line_table_again(901, Some(vec![(0, 0), (8, 2)]));
+        assert_eq!(frames.il_offset(value(901, 9)), Some(2));
+        line_table_again(901, Some(vec![(0, 0), (12, 2)]));
+        assert_eq!(frames.il_offset(value(901, 9)), None);
+        // First without a table (AOT code), then with one: none.
+        line_table_again(903, Some(vec![(0, 0)]));
+        assert_eq!(frames.il_offset(value(903, 1)), None);
     }
 }

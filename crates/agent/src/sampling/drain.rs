@@ -40,8 +40,9 @@ pub trait FrameResolver: Send {
     fn calls_runtime(&mut self, _return_address: usize) -> bool {
         false
     }
-    /// The IL offset the managed code at `ip` (as for [`resolve`](Self::resolve)) was compiled
-    /// from, where the runtime maps it back: what the controller turns into a source line.
+    /// The IL offset the managed code at `ip` (as for [`resolve`](Self::resolve): with
+    /// [`raw_addresses`](Self::raw_addresses) false, the sampler's value) was compiled from,
+    /// where the runtime maps it back: what the controller turns into a source line.
     fn il_offset(&mut self, _ip: usize) -> Option<u32> {
         None
     }
@@ -153,8 +154,7 @@ pub fn drain() {
             if raw_addresses {
                 stack_path(frames, flags & FLAG_TRUNCATED != 0, false, resolver.as_mut(), &mut path, &mut offsets);
             } else {
-                resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path);
-                offsets.clear();
+                resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path, &mut offsets);
             }
             if let Some(stitching) = stitching.as_mut() {
                 stitching.stitch((flags >> CONTEXT_SHIFT) as u32, resolver.as_mut(), &mut path, &mut offsets);
@@ -347,10 +347,33 @@ fn stack_path(
 }
 
 /// [`stack_path`] for values an external sampler wrote (not addresses: no `ip - 1`, no call
-/// decoding): root first, a run of the same non-managed pseudo-frame collapsed, recursion kept.
-fn resolved_path(frames: &[u64], truncated: bool, resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
-    let marker = truncated.then(|| resolver.truncated());
-    fold_path(marker, frames.iter().rev().map(|&value| resolver.resolve(value as usize)), path);
+/// decoding): root first, a run of the same non-managed pseudo-frame collapsed, recursion kept;
+/// each managed frame's IL offset beside it, as the resolver reads it from the value (the
+/// sampler wrote where in its code the frame was).
+fn resolved_path(
+    frames: &[u64],
+    truncated: bool,
+    resolver: &mut dyn FrameResolver,
+    path: &mut Vec<u32>,
+    offsets: &mut Vec<u32>,
+) {
+    use super::lines::NONE;
+    path.clear();
+    offsets.clear();
+    if truncated {
+        path.push(resolver.truncated());
+        offsets.push(NONE);
+    }
+    let mut last: Option<Frame> = None;
+    for &value in frames.iter().rev() {
+        let frame = resolver.resolve(value as usize);
+        if !frame.managed && last.is_some_and(|l| l.method == frame.method) {
+            continue;
+        }
+        path.push(frame.method);
+        offsets.push(if frame.managed { resolver.il_offset(value as usize).unwrap_or(NONE) } else { NONE });
+        last = Some(frame);
+    }
 }
 
 /// `frames` (root first) into `path`, after the truncation `marker` if any: a run of the same
@@ -425,23 +448,30 @@ mod tests {
 
     #[test]
     fn external_values_pass_through_unchanged() {
+        /// Values under 1000 are managed methods (value % 100), whose IL offset is value / 100
+        /// when that is not 0; 1000 and over are native code.
         struct Ids;
         impl FrameResolver for Ids {
             fn resolve(&mut self, value: usize) -> Frame {
-                Frame { method: value as u32 % 1000, managed: value < 1000 }
+                Frame { method: (value % 100) as u32, managed: value < 1000 }
             }
             fn raw_addresses(&self) -> bool {
                 false
+            }
+            fn il_offset(&mut self, value: usize) -> Option<u32> {
+                (100..1000).contains(&value).then_some(value as u32 / 100)
             }
             fn truncated(&mut self) -> u32 {
                 77
             }
         }
-        let mut path = Vec::new();
+        use super::super::lines::NONE;
+        let (mut path, mut offsets) = (Vec::new(), Vec::new());
         // Leaf first in, root first out; no `ip - 1`; recursion kept; a run of one pseudo-frame
-        // (not managed) collapsed.
-        resolved_path(&[3, 3, 2, 1009, 1009, 1], true, &mut Ids, &mut path);
+        // (not managed) collapsed; each managed frame with its own offset.
+        resolved_path(&[303, 503, 2, 1009, 1009, 201], true, &mut Ids, &mut path, &mut offsets);
         assert_eq!(path, vec![77, 1, 9, 2, 3, 3]);
+        assert_eq!(offsets, vec![NONE, 2, NONE, NONE, 5, 3]);
     }
 
     #[test]

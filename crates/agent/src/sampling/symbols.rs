@@ -6,7 +6,7 @@ use crate::tree::methods::MethodTable;
 use sonde_symbols::{NativeOrigin, NativeSymbols};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A map keyed by addresses (or other integers that need no protection from crafted keys: they
@@ -47,6 +47,13 @@ impl Hasher for AddressHasher {
 /// `sonde_symbols::NativeSymbols`) name the function — static functions from `.symtab` or an
 /// installed debug file included — and `dladdr`'s exported symbol is the fallback. The name is
 /// built once per library and function.
+///
+/// Two objects are not where the loader's name says: the main program, which it names by
+/// `argv[0]` (`mono`, found on `PATH`; a symlink), is read from its real path
+/// (`/proc/self/exe` → `/usr/bin/mono-sgen`: a debug file is found beside the real file's
+/// directory, by its `.gnu_debuglink`); and the vDSO (`linux-vdso.so.1`), which no file holds,
+/// is read from its image in memory. Any other name that is not an absolute path gets no table
+/// (`dladdr`'s symbol only): reading some other file would name the wrong functions.
 #[derive(Default)]
 pub struct NativeNames {
     /// (library base, function address or 0) → pseudo-method.
@@ -104,25 +111,88 @@ impl NativeNames {
         // The agent's own frames (its work on the program's threads) keep their exported names:
         // its symbol table is the largest of all, and reading it would cost the program most.
         static OWN_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let own =
-            *OWN_BASE.get_or_init(|| Dladdr::lookup(read_symbols as fn(&str) -> _ as usize).map_or(0, |d| d.base()));
+        let own = *OWN_BASE
+            .get_or_init(|| Dladdr::lookup(read_symbols as fn(&str, &Path) -> _ as usize).map_or(0, |d| d.base()));
         if base == own {
             self.libraries.insert(base, None);
             return None;
         }
-        let read = self.by_path.entry(path.to_string()).or_insert_with(|| read_symbols(path)).clone();
+        let read = match Object::at(base, path) {
+            Object::File(file) => {
+                self.by_path.entry(path.to_string()).or_insert_with(|| read_symbols(path, &file)).clone()
+            }
+            Object::Vdso => read_vdso(base, path),
+            Object::Unknown => None,
+        };
         self.libraries.insert(base, read.clone());
         read
     }
 }
 
-/// The function table of the library at `path` (the main program's path from `dladdr` may be
-/// relative or empty: it is then read through `/proc/self/exe`).
-fn read_symbols(path: &str) -> Option<Arc<NativeSymbols>> {
-    let file = if path.starts_with('/') { Path::new(path) } else { Path::new("/proc/self/exe") };
+/// Where the symbols of an object the dynamic linker loaded are read from.
+enum Object {
+    /// A file (the main program's by its real path).
+    File(PathBuf),
+    /// The vDSO, mapped by the kernel: from memory.
+    Vdso,
+    /// A name that is not a path (a library loaded by a relative name).
+    Unknown,
+}
+
+impl Object {
+    /// The object mapped at `base`, which the loader calls `path`.
+    fn at(base: usize, path: &str) -> Object {
+        // SAFETY: getauxval only reads the auxiliary vector the kernel gave the process.
+        let (vdso, program_headers) =
+            unsafe { (libc::getauxval(libc::AT_SYSINFO_EHDR), libc::getauxval(libc::AT_PHDR)) };
+        if vdso != 0 && base == vdso as usize {
+            return Object::Vdso;
+        }
+        // The main program: where its program headers are mapped.
+        static MAIN_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let main = *MAIN_BASE.get_or_init(|| Dladdr::lookup(program_headers as usize).map_or(0, |d| d.base()));
+        if base == main {
+            return match std::fs::read_link("/proc/self/exe") {
+                // Replaced since it started: the running file is only reachable through the link.
+                Ok(exe) if !exe.to_string_lossy().ends_with(" (deleted)") => Object::File(exe),
+                _ => Object::File(PathBuf::from("/proc/self/exe")),
+            };
+        }
+        if !path.starts_with('/') {
+            return Object::Unknown;
+        }
+        Object::File(PathBuf::from(path))
+    }
+}
+
+/// The function table of the library the loader calls `path`, read from `file`.
+fn read_symbols(path: &str, file: &Path) -> Option<Arc<NativeSymbols>> {
     let symbols = NativeSymbols::open(file).ok()?;
+    let read_from = if file == Path::new(path) { String::new() } else { format!(" ({})", file.display()) };
+    log_symbols(&format!("{path}{read_from}"), &symbols);
+    Some(Arc::new(symbols))
+}
+
+/// The vDSO's function table, from its image in memory (the kernel maps it whole at `base`: the
+/// `[vdso]` mapping, which says how long it is).
+fn read_vdso(base: usize, path: &str) -> Option<Arc<NativeSymbols>> {
+    const MAX_VDSO: usize = 1 << 20;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let end = maps.lines().filter(|l| l.ends_with("[vdso]")).find_map(|l| {
+        let (start, end) = l.split_whitespace().next()?.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        (start == base).then(|| usize::from_str_radix(end, 16).ok()).flatten()
+    })?;
+    let mut image = vec![0u8; end.checked_sub(base)?.min(MAX_VDSO)];
+    read_memory(base, &mut image)?;
+    let symbols = NativeSymbols::from_image(&image, path).ok()?;
+    log_symbols(&format!("{path} (the vDSO, from memory)"), &symbols);
+    Some(Arc::new(symbols))
+}
+
+fn log_symbols(what: &str, symbols: &NativeSymbols) {
     crate::log::write(format_args!(
-        "native symbols: {path}: {} functions from {}",
+        "native symbols: {what}: {} functions from {}",
         symbols.len(),
         match symbols.origin() {
             NativeOrigin::Symtab => "its .symtab".to_string(),
@@ -130,7 +200,16 @@ fn read_symbols(path: &str) -> Option<Arc<NativeSymbols>> {
             NativeOrigin::Dynsym => "its exports (.dynsym)".to_string(),
         }
     ));
-    Some(Arc::new(symbols))
+}
+
+/// Copies this process's memory at `address` into `buf`, or fails without faulting.
+fn read_memory(address: usize, buf: &mut [u8]) -> Option<()> {
+    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let remote = libc::iovec { iov_base: address as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf` and only reads the remote
+    // range, failing cleanly where it is not mapped.
+    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    (read == buf.len() as isize).then_some(())
 }
 
 /// (library file name, library path, symbol) for native code, from `dladdr`.

@@ -49,6 +49,21 @@ pub fn write(profile: &Profile, query: &str, out: &mut dyn Write) -> io::Result<
     Ok(true)
 }
 
+/// What Mono needs for samples by line (`docs/SAMPLING.md`, "Source lines").
+pub const MONO_DEBUG_HINT: &str = "Mono maps sampled code back to lines only in its debug mode: run the program \
+     with `mono --debug` (or MONO_ENV_OPTIONS=--debug) for samples by line";
+
+/// Whether `profile` was sampled on Mono outside its debug mode: sampled methods have symbols
+/// (a first line), yet not one sample is by line — in debug mode they would be.
+pub fn mono_without_debug_mode(profile: &Profile) -> bool {
+    if profile.run.runtime.kind != "mono" || profile.run.mode != sonde_profile::Mode::Sampling {
+        return false;
+    }
+    let sources = &profile.sources;
+    sources.lines.is_empty()
+        && profile.nodes.iter().any(|n| n.total_samples > 0 && sources.method_line(n.method).is_some())
+}
+
 /// The largest source file shown beside the counts.
 const MAX_SOURCE: u64 = 4 << 20;
 
@@ -87,8 +102,8 @@ fn method_lines(out: &mut impl Write, view: &View, method: u32) -> io::Result<()
             "tracing counts calls, not lines: record with --mode sampling for samples by line"
         } else if sources.method_line(method).is_none() {
             "no symbols were found for its module when it was recorded (a .pdb or .mdb beside it)"
-        } else if profile.run.runtime.kind == "mono" {
-            "Mono maps sampled code back to lines only in its debug mode, which Sonde does not switch on (docs/SAMPLING.md)"
+        } else if mono_without_debug_mode(profile) {
+            MONO_DEBUG_HINT
         } else {
             "no sample fell in it"
         };
