@@ -51,6 +51,7 @@ def main():
     if a.other:
         name = "sonde record, other build"
         variants[name] = [a.other] + variants["sonde record (tracing, exact)"][1:]
+        envs[name] = dict(os.environ)
     sizes = (0, a.n)
     results = {k: {n: ([], []) for n in sizes} for k in variants}
     for name, cmd in variants.items():  # warm-up
