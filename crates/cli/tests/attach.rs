@@ -53,9 +53,16 @@ fn assert_attached_profile(report: &Value, detached: bool) {
     let spin: u64 =
         methods.iter().filter(|m| str_of(m, "name") == "Service.Spin").map(|m| u64_of(m, "self_samples")).sum();
     assert!(total >= 50, "only {total} samples");
-    assert!(spin * 10 >= total * 8, "Service.Spin has {spin} of {total} samples");
+    // The hot method, and nearly all of its thread's samples. (Not a share of all samples: the
+    // runtime's own work on other threads during the attach is about fixed, while the spinner
+    // gets less of the CPU on a busy machine — 2 to 4 of this file's tests failed a share of 80%
+    // when they ran in parallel with a loaded machine.)
+    let top = methods.iter().map(|m| u64_of(m, "self_samples")).max().unwrap_or(0);
+    assert_eq!(spin, top, "Service.Spin has {spin} of {total} samples, another method {top}");
     let spinner = arr(report, "threads").iter().find(|t| t["name"] == "spinner").expect("the spinner thread, by name");
-    assert!(u64_of(spinner, "samples") >= spin * 9 / 10, "{spinner}");
+    let on_spinner = u64_of(spinner, "samples");
+    assert!(spin * 10 >= on_spinner * 8, "Service.Spin has {spin} of its thread's {on_spinner} samples");
+    assert!(on_spinner >= spin * 9 / 10, "{spinner}");
 }
 
 #[test]
