@@ -139,7 +139,10 @@ fn compilations_are_named_under_their_caller(rt: Runtime) {
     let text = text.stdout_str();
     let work = text.find("Runtime work").expect("a Runtime work table");
     assert!(work < text.find("Hot methods").expect("a hot-methods table"), "{text}");
-    assert!(text.contains("JIT compiling") && text.contains("of Acme.Generated ("), "{text}");
+    assert!(
+        text.contains("JIT compiling") && text.contains("of Acme.Generated (") && text.contains(" sampled)"),
+        "{text}"
+    );
 }
 
 /// Full collections `Acme.Work.Collect` asks for, on its own thread.

@@ -203,12 +203,17 @@ fn runtime_work(out: &mut impl Write, view: &View) -> io::Result<()> {
         writeln!(out, "{:>7}  {:>10}  {what}", percent(view.measure(ns, samples), whole), view.amount(ns, samples))
     };
     if work.jit.samples > 0 {
-        let methods =
-            if work.jit.frames == 1 { "1 method".to_owned() } else { format!("{} methods", count(work.jit.frames)) };
+        // The methods sampled while compiled are a part of those compiled (when the JIT's events
+        // counted them).
+        let methods = match view.profile.events.loading.methods_compiled {
+            0 => format!("({} methods sampled)", count(work.jit.frames)),
+            1 => format!("1 method ({} sampled)", count(work.jit.frames)),
+            n => format!("{} methods ({} sampled)", count(n), count(work.jit.frames)),
+        };
         row(out, work.jit.ns, work.jit.samples, format!("JIT compiling {methods}"))?;
         for a in work.jit_by_assembly.iter().take(JIT_ASSEMBLIES) {
             let name = if a.assembly.is_empty() { "(unknown)" } else { a.assembly.as_str() };
-            row(out, a.ns, a.samples, format!("  of {} ({})", Clean(name), count(a.methods)))?;
+            row(out, a.ns, a.samples, format!("  of {} ({} sampled)", Clean(name), count(a.methods)))?;
         }
         if work.jit_by_assembly.len() > JIT_ASSEMBLIES {
             writeln!(
