@@ -49,6 +49,9 @@ pub fn print(profile: &Profile, path: &Path) {
     if mono_lines_hint {
         crate::say!("sonde: no samples by line: {}", sonde_render::MONO_DEBUG_HINT);
     }
+    if sampling {
+        runtime_work(profile, totals.total_samples);
+    }
     // (method, self weight, self time)
     let mut top: Vec<(usize, u64, u64)> = analysis
         .methods()
@@ -101,6 +104,26 @@ pub fn unhooked(pid: u32, libraries: &[String]) {
     crate::say!(
         "sonde: pid {pid}: {names}{more} {were} built with -finstrument-functions: --native-hooks would trace its functions under their managed callers (docs/NATIVE.md)"
     );
+}
+
+/// The runtime's work in one line, when samples named any: `sonde: runtime work: JIT 69.9% (most
+/// for Microsoft.CodeAnalysis.CSharp: 41.9%), GC 0.1%`.
+fn runtime_work(profile: &Profile, total: u64) {
+    let work = sonde_profile::RuntimeWork::new(profile);
+    if work.is_empty() || total == 0 {
+        return;
+    }
+    let share = |samples: u64| format!("{:.1}%", 100.0 * samples as f64 / total as f64);
+    let mut parts = Vec::new();
+    if work.jit.samples > 0 {
+        let most = work.jit_by_assembly.first().filter(|a| !a.assembly.is_empty());
+        let most = most.map_or(String::new(), |a| format!(" (most for {}: {})", Clean(&a.assembly), share(a.samples)));
+        parts.push(format!("JIT {}{most}", share(work.jit.samples)));
+    }
+    if work.gc.samples > 0 {
+        parts.push(format!("GC {}", share(work.gc.samples)));
+    }
+    crate::say!("sonde: runtime work: {}", parts.join(", "));
 }
 
 /// The error simulator in one line: how many faults, how many caught, and the rules that were

@@ -68,6 +68,12 @@ pub trait ProfilerCallback: Send + Sync + 'static {
     }
     /// The JIT finished `function` (compiled, or failed with `status`).
     fn jit_compilation_finished(&self, _function: FunctionID, _status: HRESULT) {}
+    /// The JIT starts compiling a method without metadata: a dynamic method
+    /// (`System.Reflection.Emit.DynamicMethod`) or a stub the runtime generated in IL
+    /// (`COR_PRF_MONITOR_JIT_COMPILATION`), on the compiling thread.
+    fn dynamic_method_jit_started(&self, _function: FunctionID) {}
+    /// The JIT finished a method without metadata.
+    fn dynamic_method_jit_finished(&self, _function: FunctionID) {}
     /// A module finished loading (`COR_PRF_MONITOR_MODULE_LOADS`), or failed to with `status`.
     fn module_load_finished(&self, _module: ModuleID, _status: HRESULT) {}
     /// The runtime looked for precompiled (ReadyToRun) code for `function`
@@ -557,6 +563,31 @@ pub(crate) unsafe extern "system" fn jit_compilation_finished(
 ) -> HRESULT {
     guard(|h| {
         h.jit_compilation_finished(function, status);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn dynamic_method_jit_compilation_started(
+    _this: *mut ICorProfilerCallback11,
+    function: FunctionID,
+    _safe_to_block: BOOL,
+    _il_header: LPCBYTE,
+    _il_header_size: ULONG,
+) -> HRESULT {
+    guard(|h| {
+        h.dynamic_method_jit_started(function);
+        S_OK
+    })
+}
+
+pub(crate) unsafe extern "system" fn dynamic_method_jit_compilation_finished(
+    _this: *mut ICorProfilerCallback11,
+    function: FunctionID,
+    _status: HRESULT,
+    _safe_to_block: BOOL,
+) -> HRESULT {
+    guard(|h| {
+        h.dynamic_method_jit_finished(function);
         S_OK
     })
 }

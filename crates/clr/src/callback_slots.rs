@@ -86,8 +86,6 @@ ignored! {
     ConditionalWeakTableElementReferences(cRootRefs: ULONG, keyRefIds: *const ObjectID, valueRefIds: *const ObjectID, rootIds: *const GCHandleID);
     GetAssemblyReferences(wszAssemblyPath: *const WCHAR, pAsmRefProvider: *mut ICorProfilerAssemblyReferenceProvider);
     ModuleInMemorySymbolsUpdated(moduleId: ModuleID);
-    DynamicMethodJITCompilationStarted(functionId: FunctionID, fIsSafeToBlock: BOOL, pILHeader: LPCBYTE, cbILHeader: ULONG);
-    DynamicMethodJITCompilationFinished(functionId: FunctionID, hrStatus: HRESULT, fIsSafeToBlock: BOOL);
     DynamicMethodUnloaded(functionId: FunctionID);
     EventPipeProviderCreated(provider: EVENTPIPE_PROVIDER);
 }
@@ -185,8 +183,8 @@ pub(crate) static VTABLE: ICorProfilerCallback11Vtbl = ICorProfilerCallback11Vtb
     ConditionalWeakTableElementReferences: ConditionalWeakTableElementReferences,
     GetAssemblyReferences: GetAssemblyReferences,
     ModuleInMemorySymbolsUpdated: ModuleInMemorySymbolsUpdated,
-    DynamicMethodJITCompilationStarted: DynamicMethodJITCompilationStarted,
-    DynamicMethodJITCompilationFinished: DynamicMethodJITCompilationFinished,
+    DynamicMethodJITCompilationStarted: dynamic_method_jit_compilation_started,
+    DynamicMethodJITCompilationFinished: dynamic_method_jit_compilation_finished,
     DynamicMethodUnloaded: DynamicMethodUnloaded,
     EventPipeEventDelivered: event_pipe_event_delivered,
     EventPipeProviderCreated: EventPipeProviderCreated,

@@ -168,6 +168,8 @@ pub type MonoStackWalk = unsafe extern "C" fn(
 ) -> mono_bool;
 /// `jit_begin`: the JIT starts compiling `method`, on the compiling thread.
 pub type MonoProfilerJitBeginCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod);
+/// `jit_failed`: the JIT gave up compiling `method`, on the compiling thread.
+pub type MonoProfilerJitFailedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, method: *mut MonoMethod);
 /// `image_loaded`: an image (an assembly's module) was loaded.
 pub type MonoProfilerImageLoadedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, image: *mut MonoImage);
 pub type MonoProfilerJitDoneCallback =
@@ -293,6 +295,7 @@ mono_api! {
     mono_profiler_set_gc_event_callback: fn(MonoProfilerHandle, Option<MonoProfilerGCEventCallback>);
     mono_profiler_set_jit_done_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitDoneCallback>);
     mono_profiler_set_jit_begin_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitBeginCallback>);
+    mono_profiler_set_jit_failed_callback: fn(MonoProfilerHandle, Option<MonoProfilerJitFailedCallback>);
     mono_profiler_set_image_loaded_callback: fn(MonoProfilerHandle, Option<MonoProfilerImageLoadedCallback>);
     mono_profiler_enable_allocations: fn() -> mono_bool;
     mono_profiler_set_gc_allocation_callback: fn(MonoProfilerHandle, Option<MonoProfilerObjectCallback>);

@@ -51,9 +51,12 @@ pub trait Events: 'static {
     /// A method was compiled (or loaded precompiled); `code_start` is 0 when Mono gave no code.
     /// Mono may report one compilation more than once, and some without a `jit_begin`.
     fn jit_done(_method: Method<'_>, _code_start: usize) {}
-    /// The JIT starts compiling a method, on the compiling thread (after
-    /// [`Profiler::set_loading_events`]).
-    fn jit_begin() {}
+    /// The JIT starts compiling `method`, on the compiling thread (after
+    /// [`Profiler::set_loading_events`] or [`Profiler::enable_sampling`]).
+    fn jit_begin(_method: Method<'_>) {}
+    /// The JIT gave up compiling `method` (its [`jit_begin`](Self::jit_begin) gets no
+    /// [`jit_done`](Self::jit_done)); registered with `jit_begin`.
+    fn jit_failed(_method: MethodKey) {}
     /// An image was loaded: its name (the assembly's simple name) and its file (empty when it
     /// has none).
     fn image_loaded(_name: String, _path: String) {}
@@ -149,6 +152,7 @@ impl Profiler {
         // SAFETY: as in `set_events`.
         unsafe {
             (self.api.mono_profiler_set_jit_begin_callback)(self.handle, Some(jit_begin::<E>));
+            (self.api.mono_profiler_set_jit_failed_callback)(self.handle, Some(jit_failed::<E>));
             (self.api.mono_profiler_set_jit_done_callback)(self.handle, Some(jit_done::<E>));
             (self.api.mono_profiler_set_image_loaded_callback)(self.handle, Some(image_loaded::<E>));
         }
@@ -201,7 +205,9 @@ impl Profiler {
     }
 
     /// Mono's sampler at `freq` Hz on the monotonic clock (`MONO_PROFILER_SAMPLE_MODE_REAL`):
-    /// `S` gets the samples, `E::jit_done` the compiled methods (to name what samples show).
+    /// `S` gets the samples, `E::jit_done` the compiled methods (to name what samples show),
+    /// `E::jit_begin` and `E::jit_failed` the compilations' starts and failures (to name the
+    /// samples taken inside them).
     /// Must run in the init function, and excludes [`set_call_instrumentation`] on the same
     /// profiler: it instruments the program's entry point (see "Sampling" below, in the source).
     ///
@@ -209,6 +215,8 @@ impl Profiler {
     pub fn enable_sampling<E: Events, S: SampleHit>(&self, freq: u32) -> Result<(), Error> {
         // SAFETY: as in `set_events`; `enable_sampling` from the init function, as it requires.
         unsafe {
+            (self.api.mono_profiler_set_jit_begin_callback)(self.handle, Some(jit_begin::<E>));
+            (self.api.mono_profiler_set_jit_failed_callback)(self.handle, Some(jit_failed::<E>));
             (self.api.mono_profiler_set_jit_done_callback)(self.handle, Some(jit_done::<E>));
             (self.api.mono_profiler_set_sample_hit_callback)(self.handle, Some(sample_hit::<S>));
             (self.api.mono_profiler_set_call_instrumentation_filter_callback)(self.handle, Some(entry_point_filter));
@@ -282,8 +290,14 @@ unsafe extern "C" fn exception_throw<E: Events>(_prof: *mut MonoProfiler, except
     guard::<E, _>((), || E::exception_throw(exception));
 }
 
-unsafe extern "C" fn jit_begin<E: Events>(_prof: *mut MonoProfiler, _method: *mut MonoMethod) {
-    guard::<E, _>((), E::jit_begin);
+unsafe extern "C" fn jit_begin<E: Events>(_prof: *mut MonoProfiler, method: *mut MonoMethod) {
+    // SAFETY: as for the filter: the compiling thread, during the callback.
+    let Some(method) = (unsafe { Method::new(method) }) else { return };
+    guard::<E, _>((), || E::jit_begin(method));
+}
+
+unsafe extern "C" fn jit_failed<E: Events>(_prof: *mut MonoProfiler, method: *mut MonoMethod) {
+    guard::<E, _>((), || E::jit_failed(MethodKey(method as usize)));
 }
 
 unsafe extern "C" fn image_loaded<E: Events>(_prof: *mut MonoProfiler, image: *mut MonoImage) {

@@ -21,6 +21,7 @@ pub mod names;
 pub mod origin;
 pub mod trace;
 pub mod view;
+pub mod work;
 
 #[cfg(test)]
 mod testkit;
@@ -36,5 +37,6 @@ pub use model::{
     NodeEvents, NodeLine, Profile, RunInfo, Runtime, RuntimeEvents, SampleClock, SourceLine, Sources, Thread, Timeline,
     TimelineEvent, TimelineKind, Timing,
 };
-pub use names::{Kind, display_name};
+pub use names::{Kind, Work, display_name};
 pub use trace::{CallTrace, ThreadTrace, TraceEvent, TracedCall};
+pub use work::{AssemblyWork, RuntimeWork, WorkTotals};

@@ -927,6 +927,11 @@ impl Profile {
         self.kind(method) == crate::names::Kind::Managed && !self.is_framework(method)
     }
 
+    /// The runtime's work method `method` stands for, if it is a work frame (`[jit] …`, `[gc]`).
+    pub fn work(&self, method: u32) -> Option<crate::names::Work> {
+        self.methods.get(method as usize).and_then(|m| crate::names::Work::of(&m.name))
+    }
+
     /// What kind of code method `method` is.
     pub fn kind(&self, method: u32) -> crate::names::Kind {
         self.methods.get(method as usize).map_or(crate::names::Kind::Runtime, |m| crate::names::Kind::of(&m.name))

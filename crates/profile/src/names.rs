@@ -55,6 +55,51 @@ impl Kind {
     }
 }
 
+/// Work the runtime did for the program's thread, shown as a frame of its own in sampling
+/// profiles (JSON: `runtime_work`): `[jit] Ns.Type.Method` (the JIT compiling that method),
+/// `[gc]` (a garbage collection, or the runtime suspended for one), `[type load] Ns.Type` (the
+/// runtime loading that type; no backend records it yet, see docs/SAMPLING.md). They are
+/// [`Kind::Runtime`] frames, which reports never fold away: they say what the runtime's native
+/// frames below them were doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Work {
+    Jit,
+    Gc,
+    TypeLoad,
+}
+
+impl Work {
+    const JIT: &'static str = "[jit] ";
+    const GC: &'static str = "[gc]";
+    const TYPE_LOAD: &'static str = "[type load] ";
+
+    /// The work a frame named `name` stands for, if it is a work frame.
+    pub fn of(name: &str) -> Option<Work> {
+        if name.starts_with(Work::JIT) {
+            Some(Work::Jit)
+        } else if name == Work::GC {
+            Some(Work::Gc)
+        } else if name.starts_with(Work::TYPE_LOAD) {
+            Some(Work::TypeLoad)
+        } else {
+            None
+        }
+    }
+
+    /// The name of what the work was for (`Ns.Type.Method` of `[jit] Ns.Type.Method`), if any.
+    pub fn subject(name: &str) -> Option<&str> {
+        name.strip_prefix(Work::JIT).or_else(|| name.strip_prefix(Work::TYPE_LOAD))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Work::Jit => "jit",
+            Work::Gc => "gc",
+            Work::TypeLoad => "type_load",
+        }
+    }
+}
+
 /// A native frame's name (`[native] lib!symbol`) with a C++ symbol demangled as written, without
 /// its parameter list or return type (`_ZN3WKS7gc_heap18mark_object_simpleEPPh` →
 /// `WKS::gc_heap::mark_object_simple`); any other name as it is.
@@ -82,7 +127,18 @@ pub fn display_name<'a>(name: &'a str, signature: &str, type_args: &[String], me
     match Kind::of(name) {
         Kind::Managed => {}
         Kind::Native => return demangled(name),
-        Kind::Runtime => return Cow::Borrowed(name),
+        // `[jit] Acme.Orders+<ReadAsync>d__5.MoveNext` → `[jit] Acme.Orders.ReadAsync [async]`.
+        Kind::Runtime => {
+            return match (Work::of(name), Work::subject(name)) {
+                (Some(Work::Jit), Some(method)) if Kind::of(method) == Kind::Managed => {
+                    match display_name(method, signature, type_args, method_args) {
+                        Cow::Borrowed(_) => Cow::Borrowed(name),
+                        Cow::Owned(shown) => Cow::Owned(format!("{}{shown}", Work::JIT)),
+                    }
+                }
+                _ => Cow::Borrowed(name),
+            };
+        }
     }
     let Some((owner, method)) = split_method(name) else { return Cow::Borrowed(name) };
     let generated = owner.contains('<') || method.contains('<');
@@ -390,8 +446,34 @@ mod tests {
     fn kinds() {
         assert_eq!(Kind::of("Acme.Orders.Main"), Kind::Managed);
         assert_eq!(Kind::of("[native] libc.so.6"), Kind::Native);
+        assert_eq!(Kind::of("[jit] Acme.Orders.Load"), Kind::Runtime);
+        assert_eq!(Kind::of("[gc]"), Kind::Runtime);
         assert_eq!(Kind::of("[unknown code]"), Kind::Runtime);
         assert_eq!(Kind::of("(wrapper managed-to-native) X"), Kind::Runtime);
+    }
+
+    #[test]
+    fn work_frames_are_told_apart_and_name_the_method_as_reports_do() {
+        assert_eq!(Work::of("[jit] Acme.Orders.Load"), Some(Work::Jit));
+        assert_eq!(Work::of("[gc]"), Some(Work::Gc));
+        assert_eq!(Work::of("[type load] Acme.Order"), Some(Work::TypeLoad));
+        assert_eq!(Work::of("[gcx]"), None);
+        assert_eq!(Work::of("[unknown code]"), None);
+        assert_eq!(Work::of("Acme.Orders.Load"), None);
+        assert_eq!(Work::subject("[jit] Acme.Orders.Load"), Some("Acme.Orders.Load"));
+        assert_eq!(Work::subject("[gc]"), None);
+        let void = "() -> void";
+        assert_eq!(
+            display_name("[jit] Acme.Orders+<ReadAsync>d__5.MoveNext", void, &[], &[]),
+            "[jit] Acme.Orders.ReadAsync [async]"
+        );
+        assert_eq!(
+            display_name("[jit] Acme.Table`1.Fill", void, &["Acme.Row".into()], &[]),
+            "[jit] Acme.Table<Acme.Row>.Fill"
+        );
+        assert_eq!(display_name("[jit] Acme.Orders.Load", void, &[], &[]), "[jit] Acme.Orders.Load");
+        assert_eq!(display_name("[jit] [unnamed method]", "", &[], &[]), "[jit] [unnamed method]");
+        assert_eq!(display_name("[gc]", "", &[], &[]), "[gc]");
     }
 
     proptest::proptest! {

@@ -4,14 +4,17 @@
 //! Every frame is one of: the program's own managed code (always shown), framework managed code
 //! (`--framework`, decided by where its assembly was loaded from: `crate::origin`), or native and
 //! runtime code (`--native`: `[native] …` frames, the runtime's wrappers and stubs,
-//! `[unknown code]`). `[truncated stack]` markers are always shown.
+//! `[unknown code]`). `[truncated stack]` markers are always shown, and so is the runtime's work
+//! (`[jit] …`, `[gc]`: `crate::names::Work`), which says what the native frames below it do.
 //!
 //! - **show**: every frame as recorded.
 //! - **fold** (the default): a run of frames of one class, caller to callee, becomes one frame
 //!   named after its entry point (the run's outermost frame), holding the run's own time; what
 //!   the run called outside the class hangs below it; a runtime wrapper inside a framework run
 //!   (Mono's `(wrapper runtime-invoke)` of a class constructor the framework needed) does not
-//!   end it. The native run a thread starts with — the
+//!   end it. A native run right below a work frame folds into the work frame
+//!   (`Caller → [jit] Acme.Orders.Load`, holding the JIT's time), as a hidden one would. The
+//!   native run a thread starts with — the
 //!   host's start-up (`libc → dotnet → hostfxr → hostpolicy → coreclr_execute_assembly`), or a
 //!   native thread's entry — becomes one `[runtime]` frame.
 //! - **hide**: the frames disappear; their own time goes to the nearest frame above them that is
@@ -78,9 +81,14 @@ enum Class {
     User,
     Framework,
     Native,
+    /// The runtime's work for the program (`[jit] …`, `[gc]`): always shown.
+    Work,
 }
 
 fn class_of(profile: &Profile, method: u32) -> Class {
+    if profile.work(method).is_some() {
+        return Class::Work;
+    }
     match profile.kind(method) {
         Kind::Managed if profile.is_framework(method) => Class::Framework,
         Kind::Managed => Class::User,
@@ -121,7 +129,7 @@ pub fn apply(profile: &Profile, view: View) -> Cow<'_, Profile> {
     for old in &profile.nodes {
         let class = class_of(profile, old.method);
         let policy = match class {
-            Class::User => Show::Show,
+            Class::User | Class::Work => Show::Show,
             Class::Framework => view.framework,
             Class::Native => view.native,
         };
@@ -129,6 +137,13 @@ pub fn apply(profile: &Profile, view: View) -> Cow<'_, Profile> {
         let new_parent = parent.map(|(node, _, _)| node);
         let (target, folded) = match (policy, parent) {
             (Show::Show, _) => (old.method, false),
+            // The runtime's native code doing the work the frame above names: the run goes into
+            // that frame.
+            (Show::Fold, Some((node, Class::Work, _))) if class == Class::Native => {
+                absorb(&mut nodes[node as usize], old);
+                placed.push((node, Class::Native, true));
+                continue;
+            }
             // Mono's glue inside a framework run (a class constructor the runtime invokes, a
             // call into the runtime) is part of that run: the framework frames it leads to go
             // on with it instead of starting a run of their own.
@@ -424,13 +439,71 @@ mod tests {
         assert_eq!(rows, want.map(|(d, n)| (d, n.to_string())));
     }
 
-    const NAMES: [&str; 6] = [
+    /// The runtime compiling a method for Main (with a class constructor the JIT ran, which
+    /// called into the runtime in turn), and a thread of the runtime's own collecting garbage.
+    #[test]
+    fn the_runtime_s_work_is_shown_with_its_native_run_inside() {
+        let mut b = Builder::new();
+        let t = b.thread();
+        let names = [
+            "Acme.Program.Main",
+            "[jit] Acme.Program.Load",
+            "[native] libcoreclr.so!ThePreStub",
+            "[native] libclrjit.so!compileMethod",
+            "Acme.Program..cctor",
+            "[native] libcoreclr.so!JIT_New",
+            "[native] libc.so.6!start_thread",
+            "[native] libcoreclr.so!gc_thread_function",
+            "[gc]",
+        ];
+        let m: Vec<u32> = names.iter().map(|n| b.method(n)).collect();
+        let main = b.node(t, None, m[0], 1, 10, 0);
+        let jit = b.node(t, Some(main), m[1], 1, 1, 0);
+        let stub = b.node(t, Some(jit), m[2], 1, 20, 0);
+        let compile = b.node(t, Some(stub), m[3], 1, 300, 0);
+        let cctor = b.node(t, Some(compile), m[4], 1, 5, 0);
+        b.node(t, Some(cctor), m[5], 1, 7, 0);
+        let gc_thread = b.thread();
+        let start = b.node(gc_thread, None, m[6], 1, 2, 0);
+        let gc_loop = b.node(gc_thread, Some(start), m[7], 1, 3, 0);
+        b.node(gc_thread, Some(gc_loop), m[8], 1, 40, 0);
+        let profile = b.finish();
+
+        let shown = apply(&profile, View::default());
+        shown.validate().unwrap();
+        assert_eq!(
+            shape(&shown),
+            vec![
+                row(2, "Acme.Program..cctor", 1, 5, 12),
+                row(0, "Acme.Program.Main", 1, 10, 343),
+                row(1, "[gc]", 1, 40, 40),
+                row(1, "[jit] Acme.Program.Load", 1, 321, 333),
+                row(3, "[native] libcoreclr.so!JIT_New", 1, 7, 7),
+                row(0, "[runtime]", 1, 5, 45),
+            ]
+        );
+        let hidden = apply(&profile, View { native: Show::Hide, framework: Show::Hide });
+        assert_eq!(
+            shape(&hidden),
+            vec![
+                row(2, "Acme.Program..cctor", 1, 12, 12),
+                row(0, "Acme.Program.Main", 1, 10, 343),
+                row(1, "[gc]", 1, 40, 40),
+                row(1, "[jit] Acme.Program.Load", 1, 321, 333),
+                row(0, "[runtime]", 1, 5, 45),
+            ]
+        );
+    }
+
+    const NAMES: [&str; 8] = [
         "Acme.A",
         "System.Linq.Enumerable.Sum",
         "[native] libc.so.6!memcpy",
         "Acme.B",
         "(wrapper managed-to-native) X",
         "[truncated stack]",
+        "[jit] Acme.C",
+        "[gc]",
     ];
 
     fn views() -> impl Strategy<Value = View> {

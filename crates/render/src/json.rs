@@ -31,6 +31,7 @@ impl Renderer for JsonRenderer {
     fn render(&self, profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
         crate::check(profile)?;
         let analysis = Analysis::new(profile);
+        let runtime_work = sonde_profile::RuntimeWork::new(profile);
         let threads = thread_totals(profile);
         let node_alloc = node_alloc_totals(profile);
         let allocations = &profile.events.allocations;
@@ -103,6 +104,7 @@ impl Renderer for JsonRenderer {
                             self_ns: l.self_samples.saturating_mul(run.sample_interval_ns),
                         })
                     }),
+                    runtime_work: profile.work(id as u32).map(|w| w.as_str()),
                 })
             }),
             nodes: Seq(|| {
@@ -169,6 +171,7 @@ impl Renderer for JsonRenderer {
                     count: a.count,
                 })
             }),
+            runtime_work: RuntimeWorkView::new(&runtime_work),
             coverage: (!profile.coverage.native.is_empty() || !profile.coverage.managed.is_empty()).then_some({
                 Seq(|| {
                     let native = profile.function_coverage().into_iter().map(|f| CoverageView {
@@ -259,6 +262,7 @@ struct Report<'a, T, M, N, E, C, A, L, X, V> {
     precompiled: &'a [String],
     allocation_sampling: &'static str,
     allocations: A,
+    runtime_work: RuntimeWorkView<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     call_trace: Option<CallTraceView<X>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,6 +381,73 @@ struct JitView {
     jit_ns: u64,
 }
 
+/// What the `[jit] …` and `[gc]` frames hold (`sonde_profile::work`); zeros in a profile
+/// without them (tracing, an older agent).
+#[derive(Serialize)]
+struct RuntimeWorkView<'a> {
+    jit: JitWorkView<'a>,
+    gc: WorkView,
+    type_load: TypeLoadView,
+}
+
+#[derive(Serialize)]
+struct JitWorkView<'a> {
+    samples: u64,
+    ns: u64,
+    /// The methods sampled while being compiled.
+    methods: u64,
+    by_assembly: Vec<AssemblyWorkView<'a>>,
+}
+
+#[derive(Serialize)]
+struct AssemblyWorkView<'a> {
+    assembly: &'a str,
+    samples: u64,
+    ns: u64,
+    methods: u64,
+}
+
+#[derive(Serialize)]
+struct WorkView {
+    samples: u64,
+    ns: u64,
+}
+
+#[derive(Serialize)]
+struct TypeLoadView {
+    samples: u64,
+    ns: u64,
+    types: u64,
+}
+
+impl<'a> RuntimeWorkView<'a> {
+    fn new(work: &'a sonde_profile::RuntimeWork) -> RuntimeWorkView<'a> {
+        RuntimeWorkView {
+            jit: JitWorkView {
+                samples: work.jit.samples,
+                ns: work.jit.ns,
+                methods: work.jit.frames,
+                by_assembly: work
+                    .jit_by_assembly
+                    .iter()
+                    .map(|a| AssemblyWorkView {
+                        assembly: &a.assembly,
+                        samples: a.samples,
+                        ns: a.ns,
+                        methods: a.methods,
+                    })
+                    .collect(),
+            },
+            gc: WorkView { samples: work.gc.samples, ns: work.gc.ns },
+            type_load: TypeLoadView {
+                samples: work.type_load.samples,
+                ns: work.type_load.ns,
+                types: work.type_load.frames,
+            },
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct ModuleView<'a> {
     name: &'a str,
@@ -483,6 +554,9 @@ struct MethodView<'a, L> {
     file: Option<&'a str>,
     line: Option<u32>,
     lines: L,
+    /// `jit`, `gc` or `type_load` for a frame of the runtime's work (`[jit] …`, `[gc]`), else
+    /// null.
+    runtime_work: Option<&'static str>,
 }
 
 /// Samples at one source line of a method.

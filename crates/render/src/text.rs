@@ -15,6 +15,9 @@ use crate::fmt::{Clean, bytes, command_line, count, duration, percent};
 /// How many methods the hot-methods table lists.
 const HOT_METHODS: usize = 30;
 
+/// How many assemblies the runtime-work table lists under the JIT.
+const JIT_ASSEMBLIES: usize = 5;
+
 /// How many exception types the exceptions table lists.
 const EXCEPTION_TYPES: usize = 20;
 
@@ -36,6 +39,7 @@ impl Renderer for TextRenderer {
             coverage(&mut out, &view)?;
             return out.flush();
         }
+        runtime_work(&mut out, &view)?;
         hot_methods(&mut out, &view)?;
         hot_path_section(&mut out, &view)?;
         runtime_events(&mut out, &view)?;
@@ -179,6 +183,57 @@ fn header(out: &mut impl Write, view: &View) -> io::Result<()> {
             out,
             "  warning: {} calls, nodes or samples could not be recorded; figures undercount",
             count(run.lost)
+        )?;
+    }
+    Ok(())
+}
+
+/// Sampling: what the runtime's work for the program's threads (the `[jit] …` and `[gc]` frames)
+/// adds up to, and whose methods the JIT compiled, before any table of methods.
+fn runtime_work(out: &mut impl Write, view: &View) -> io::Result<()> {
+    let work = sonde_profile::RuntimeWork::new(view.profile);
+    if work.is_empty() {
+        return Ok(());
+    }
+    let whole = view.whole();
+    writeln!(out)?;
+    writeln!(out, "Runtime work (samples taken while the runtime compiled or collected for a thread)")?;
+    writeln!(out, "{:>7}  {:>10}  work", "total %", "total")?;
+    let row = |out: &mut dyn Write, ns: u64, samples: u64, what: String| {
+        writeln!(out, "{:>7}  {:>10}  {what}", percent(view.measure(ns, samples), whole), view.amount(ns, samples))
+    };
+    if work.jit.samples > 0 {
+        // The methods sampled while compiled are a part of those compiled (when the JIT's events
+        // counted them).
+        let methods = match view.profile.events.loading.methods_compiled {
+            0 => format!("({} methods sampled)", count(work.jit.frames)),
+            1 => format!("1 method ({} sampled)", count(work.jit.frames)),
+            n => format!("{} methods ({} sampled)", count(n), count(work.jit.frames)),
+        };
+        row(out, work.jit.ns, work.jit.samples, format!("JIT compiling {methods}"))?;
+        for a in work.jit_by_assembly.iter().take(JIT_ASSEMBLIES) {
+            let name = if a.assembly.is_empty() { "(unknown)" } else { a.assembly.as_str() };
+            row(out, a.ns, a.samples, format!("  of {} ({} sampled)", Clean(name), count(a.methods)))?;
+        }
+        if work.jit_by_assembly.len() > JIT_ASSEMBLIES {
+            writeln!(
+                out,
+                "{:>7}  {:>10}    … {} more assemblies",
+                "",
+                "",
+                work.jit_by_assembly.len() - JIT_ASSEMBLIES
+            )?;
+        }
+    }
+    if work.gc.samples > 0 {
+        row(out, work.gc.ns, work.gc.samples, "garbage collection".to_owned())?;
+    }
+    if work.type_load.samples > 0 {
+        row(
+            out,
+            work.type_load.ns,
+            work.type_load.samples,
+            format!("type loading ({} types)", count(work.type_load.frames)),
         )?;
     }
     Ok(())

@@ -66,6 +66,26 @@ fn methods() -> Vec<Method> {
     ]
 }
 
+/// [`methods`], and the runtime's work frames a sampling agent records (`[jit] …`, `[gc]`) with
+/// the native code below them.
+fn sampled_methods() -> Vec<Method> {
+    let mut methods = methods();
+    methods.push(method("[jit] Acme.Outer+Inner.Run", "() -> void"));
+    methods.push(Method {
+        name: "[gc]".into(),
+        signature: String::new(),
+        assembly: String::new(),
+        module: String::new(),
+    });
+    methods.push(Method {
+        name: "[native] libclrjit.so!compileMethod".into(),
+        signature: String::new(),
+        assembly: "libclrjit.so".into(),
+        module: "/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.4/libclrjit.so".into(),
+    });
+    methods
+}
+
 fn run(mode: Mode) -> RunInfo {
     RunInfo {
         mode,
@@ -219,13 +239,18 @@ fn sampling_profile() -> Profile {
         coverage: Default::default(),
         events,
         run,
-        methods: methods(),
+        methods: sampled_methods(),
         threads: vec![thread(4242, Some("Main"), 12_000_000)],
         nodes: nodes(&[
             (0, None, 0, 0, ms, 1),
             (0, Some(0), 5, 0, 2 * ms, 2),
             (0, Some(1), 5, 0, 5 * ms, 5),
             (0, Some(0), 4, 0, 3 * ms, 3),
+            // The runtime's work for Main: compiling Inner.Run (the JIT's native code below), and
+            // a collection.
+            (0, Some(0), 7, 0, 0, 0),
+            (0, Some(4), 9, 0, 4 * ms, 4),
+            (0, Some(0), 8, 0, ms, 1),
         ]),
     }
 }
@@ -368,9 +393,16 @@ fn json_parses_back_with_the_contract_keys_in_order() {
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
             "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
             "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
-            "exceptions", "gc", "jit", "modules", "allocation_sampling", "allocations",
+            "exceptions", "gc", "jit", "modules", "allocation_sampling", "allocations", "runtime_work",
         ]);
         assert_eq!(keys(&json["jit"]), ["methods_compiled", "jit_ns"]);
+        assert_eq!(keys(&json["runtime_work"]), ["jit", "gc", "type_load"]);
+        assert_eq!(keys(&json["runtime_work"]["jit"]), ["samples", "ns", "methods", "by_assembly"]);
+        for a in json["runtime_work"]["jit"]["by_assembly"].as_array().unwrap() {
+            assert_eq!(keys(a), ["assembly", "samples", "ns", "methods"]);
+        }
+        assert_eq!(keys(&json["runtime_work"]["gc"]), ["samples", "ns"]);
+        assert_eq!(keys(&json["runtime_work"]["type_load"]), ["samples", "ns", "types"]);
         for m in json["modules"].as_array().unwrap() {
             assert_eq!(keys(m), ["name", "path", "loaded_ns"]);
         }
@@ -429,6 +461,7 @@ fn json_parses_back_with_the_contract_keys_in_order() {
                     "file",
                     "line",
                     "lines",
+                    "runtime_work",
                 ],
             ),
             (

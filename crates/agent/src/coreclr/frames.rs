@@ -14,6 +14,8 @@ pub(super) struct ClrFrames {
     /// Each sampled address's frame and IL offset (`lines::NONE`: none).
     cache: sampling::AddressMap<usize, (sampling::Frame, u32)>,
     runtime_calls: sampling::AddressMap<usize, bool>,
+    /// The `[jit] …` frame of each function sampled while being compiled.
+    compiling: sampling::AddressMap<usize, u32>,
     native: sampling::NativeNames,
     modules: ModuleFiles,
     /// The code versions sampled, by region start: an address inside one needs no question to
@@ -73,14 +75,22 @@ impl ClrFrames {
         if let Some(id) = methods().id_of(function) {
             return id;
         }
-        let Some(info) = info() else { return methods().pseudo("[unnamed managed code]", "", "") };
+        match self.names(function) {
+            Some(names) => methods().insert(function, names),
+            None => methods().pseudo("[unnamed managed code]", "", ""),
+        }
+    }
+
+    /// The names of `function`, with the type arguments of its instantiation.
+    fn names(&mut self, function: FunctionID) -> Option<sonde_metadata::MethodNames> {
+        let info = info()?;
         // From the module's file first; the runtime's metadata interface only for modules without
         // one (see `sonde_metadata::tables`: asking for it slows the runtime down).
         let from_file = self.modules.method_names(info, function);
         sampling::module_files::count(from_file.is_some());
         // Type arguments named from the argument types' modules' files too (the runtime only says
         // which classes they are); for methods the runtime's metadata interface named, by it.
-        let names = match from_file {
+        match from_file {
             // A generic class's method (an arity marker), or a generic method (its signature
             // names a method type parameter, `!!0`, in all but the rarest cases).
             Some(mut names) if names.name.contains('`') || names.signature.contains("!!") => {
@@ -94,10 +104,6 @@ impl ClrFrames {
             }
             Some(names) => Some(names),
             None => info.method_names(function).ok().map(|n| super::with_type_arguments(n, function)),
-        };
-        match names {
-            Some(names) => methods().insert(function, names),
-            None => methods().pseudo("[unnamed managed code]", "", ""),
         }
     }
 }
@@ -282,6 +288,20 @@ impl sampling::FrameResolver for ClrFrames {
     fn truncated(&mut self) -> u32 {
         // (a marker, not a method: see `sampling::Frame::managed`)
         methods().pseudo("[truncated stack]", "", "")
+    }
+
+    /// Named as the method would be (`JITCompilationStarted`'s function: a method with
+    /// metadata, or a dynamic method or IL stub, which has none to name it by).
+    fn compiling(&mut self, function: usize) -> u32 {
+        if let Some(&method) = self.compiling.get(&function) {
+            return method;
+        }
+        let method = match self.names(function) {
+            Some(names) => methods().compiling(function, names),
+            None => sampling::work::unnamed_compilation(),
+        };
+        self.compiling.insert(function, method);
+        method
     }
 }
 

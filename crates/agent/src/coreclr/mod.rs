@@ -203,15 +203,23 @@ impl ProfilerCallback for Clr {
         events::exception_caught(class, || info.class_name(class).ok());
     }
 
+    /// On the thread that suspends the runtime (for a collection: the one that then runs it, or
+    /// waits for the collection's threads); the resume is on the same thread.
     fn runtime_suspend_started(&self, reason: COR_PRF_SUSPEND_REASON) {
         if matches!(reason, COR_PRF_SUSPEND_FOR_GC | COR_PRF_SUSPEND_FOR_GC_PREP) && session::get().is_some() {
             events::suspend_started();
+            if session::mode() == Some(Mode::Sampling) {
+                sampling::work::suspended_for_gc(true);
+            }
         }
     }
 
     fn runtime_resumed(&self) {
         if session::get().is_some() {
             events::resumed();
+            if session::mode() == Some(Mode::Sampling) {
+                sampling::work::suspended_for_gc(false);
+            }
         }
     }
 
@@ -224,26 +232,37 @@ impl ProfilerCallback for Clr {
         let condemned = generations.iter().rposition(|&g| g).unwrap_or(0) as u32;
         let reason = if reason == COR_PRF_GC_INDUCED { GcReason::Induced } else { GcReason::Other };
         events::gc_started(condemned, reason);
+        if session::mode() == Some(Mode::Sampling) {
+            sampling::work::collecting(true);
+        }
     }
 
+    /// On the thread that ran the collection — for a background one, not the thread that
+    /// started it (whose mark the runtime's resume cleared: `sampling::work`).
     fn gc_finished(&self) {
         if session::get().is_none() {
             return;
+        }
+        if session::mode() == Some(Mode::Sampling) {
+            sampling::work::collecting(false);
         }
         let heap = info().and_then(|info| info.heap_bytes().ok()).unwrap_or(0);
         events::gc_finished(heap);
     }
 
     fn jit_compilation_started(&self, function: FunctionID) {
-        if session::get().is_some() {
-            if rewrite::active()
-                && let Some(info) = info()
-            {
-                rewrite::compiling(info, function);
-            }
-            if session::mode() != Some(Mode::Coverage) {
-                events::jit_started();
-            }
+        let Some(mode) = session::mode() else { return };
+        if mode == Mode::Sampling {
+            // First: samples taken from here on name the method (`sampling::work`).
+            sampling::work::jit_started(function);
+        }
+        if rewrite::active()
+            && let Some(info) = info()
+        {
+            rewrite::compiling(info, function);
+        }
+        if mode != Mode::Coverage {
+            events::jit_started();
         }
     }
 
@@ -256,10 +275,28 @@ impl ProfilerCallback for Clr {
 
     fn jit_compilation_finished(&self, function: FunctionID, _status: HRESULT) {
         if session::get().is_some() {
+            let sampling = session::mode() == Some(Mode::Sampling);
+            if sampling {
+                sampling::work::jit_finished(function);
+            }
             events::jit_finished();
-            if session::mode() == Some(Mode::Sampling) {
+            if sampling {
                 frames::learn_osr(function);
             }
+        }
+    }
+
+    /// A dynamic method or an IL stub: samples meanwhile are `[jit] [unnamed method]` (it has
+    /// no metadata to be named by); not counted among the methods compiled.
+    fn dynamic_method_jit_started(&self, function: FunctionID) {
+        if session::mode() == Some(Mode::Sampling) {
+            sampling::work::jit_started(function);
+        }
+    }
+
+    fn dynamic_method_jit_finished(&self, function: FunctionID) {
+        if session::mode() == Some(Mode::Sampling) {
+            sampling::work::jit_finished(function);
         }
     }
 

@@ -300,6 +300,15 @@ impl Events for Agent {
         if session::get().is_none() {
             return;
         }
+        if session::mode() == Some(Mode::Sampling) {
+            // On the collecting thread, from the world's stop to its restart (`sampling::work`).
+            match event {
+                GcEvent::PreStopWorld => crate::sampling::work::suspended_for_gc(true),
+                GcEvent::Start => crate::sampling::work::collecting(true),
+                GcEvent::End => crate::sampling::work::collecting(false),
+                GcEvent::PostStartWorld => crate::sampling::work::suspended_for_gc(false),
+            }
+        }
         match event {
             GcEvent::PreStopWorld => events::suspend_started(),
             GcEvent::Start => events::gc_started(generation, GcReason::Unknown),
@@ -328,15 +337,30 @@ impl Events for Agent {
         IDS.insert(key, id)
     }
 
-    fn jit_begin() {
-        if session::get().is_some() {
-            events::jit_started();
+    /// Sampling: samples taken from here on name the method (`sampling::work`), which is
+    /// noted now rather than when done, so that the drain can name it meanwhile.
+    fn jit_begin(method: Method<'_>) {
+        let Some(mode) = session::mode() else { return };
+        if mode == Mode::Sampling {
+            crate::sampling::work::jit_started(method.key().0);
+            sampling::compiled(method, 0);
+        }
+        events::jit_started();
+    }
+
+    fn jit_failed(method: MethodKey) {
+        if session::mode() == Some(Mode::Sampling) {
+            crate::sampling::work::jit_finished(method.0);
         }
     }
 
     /// Sampling notes where the method's code is; every mode counts the compilation.
     fn jit_done(method: Method<'_>, code_start: usize) {
-        if session::mode() != Some(Mode::Tracing) {
+        let mode = session::mode();
+        if mode == Some(Mode::Sampling) {
+            crate::sampling::work::jit_finished(method.key().0);
+        }
+        if mode != Some(Mode::Tracing) {
             sampling::compiled(method, code_start);
         }
         if session::get().is_some() {

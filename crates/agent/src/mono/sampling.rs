@@ -150,7 +150,8 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
 
 // --- On the compiling thread: names. ----------------------------------------------------------
 
-/// A method Mono compiled (or loaded precompiled), on the compiling thread: named now.
+/// A method Mono compiled (or loaded precompiled; `code` 0: is about to compile), on the
+/// compiling thread: noted now, named by the drain.
 pub(super) fn compiled(method: Method<'_>, code: usize) {
     if session::get().is_none() {
         return;
@@ -323,6 +324,8 @@ struct MonoFrames {
     /// when they were.
     line_tables: LineTables,
     withdrawn: u64,
+    /// `MonoMethod*` → the `[jit] …` frame of samples taken while it was compiled.
+    compiling: sampling::AddressMap<usize, u32>,
 }
 
 impl MonoFrames {
@@ -330,28 +333,32 @@ impl MonoFrames {
         if let Some(&method) = self.ids.get(&index) {
             return Frame { method, managed: true };
         }
+        let method = match self.names(index) {
+            Some((key, names)) => methods().insert(key, names),
+            None => methods().pseudo("[unknown managed code]", "", ""),
+        };
+        self.ids.insert(index, method);
+        Frame { method, managed: true }
+    }
+
+    /// The key and names of compiled method `index` (from its image's file when it has one).
+    fn names(&mut self, index: u32) -> Option<(usize, MethodNames)> {
         let entry = COMPILED.lock().unwrap_or_else(|e| e.into_inner()).get(index as usize).cloned();
         let from_file = matches!(entry, Some((_, Names::InFile { .. })));
-        let names = match entry {
-            Some((key, Names::Known(names))) => Some((key, names)),
-            Some((key, Names::InFile { image, token, type_args })) => self
+        let names = match entry? {
+            (key, Names::Known(names)) => Some((key, names)),
+            (key, Names::InFile { image, token, type_args }) => self
                 .files
                 .entry(image)
                 .or_insert_with(|| sampling::module_files::ModuleFile::open(&image_path(image)?, None))
                 .as_ref()
                 .and_then(|file| file.method_names(token))
-                .map(|names| (key, sonde_metadata::MethodNames { type_args, ..names })),
-            None => None,
+                .map(|names| (key, MethodNames { type_args, ..names })),
         };
-        let method = match names {
-            Some((key, names)) => {
-                sampling::module_files::count(from_file);
-                methods().insert(key, names)
-            }
-            None => methods().pseudo("[unknown managed code]", "", ""),
-        };
-        self.ids.insert(index, method);
-        Frame { method, managed: true }
+        if names.is_some() {
+            sampling::module_files::count(from_file);
+        }
+        names
     }
 
     fn other(&mut self, tag: u64, payload: usize) -> Frame {
@@ -426,6 +433,22 @@ impl FrameResolver for MonoFrames {
 
     fn truncated(&mut self) -> u32 {
         methods().pseudo("[truncated stack]", "", "")
+    }
+
+    /// `method` (a `MonoMethod*`) is named once `jit_done` noted it: a sample drained before
+    /// then, or of a compilation that failed, shows it unnamed.
+    fn compiling(&mut self, method: usize) -> u32 {
+        if let Some(&id) = self.compiling.get(&method) {
+            return id;
+        }
+        match IDS.get(method).and_then(|index| self.names(index)) {
+            Some((key, names)) => {
+                let id = methods().compiling(key, names);
+                self.compiling.insert(method, id);
+                id
+            }
+            None => sampling::work::unnamed_compilation(),
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use super::common::{COUNTERS, interval};
 use super::doorbell::{self, Doorbell};
 use super::ring::{self, CONTEXT_SHIFT, FLAG_TRUNCATED};
 use super::slots;
+use super::work::Work;
 use crate::tree::threads;
 use sonde_profile::NodeEvents;
 use std::sync::Mutex;
@@ -52,6 +53,11 @@ pub trait FrameResolver: Send {
     /// ([`record_walk`]); `None` where the runtime has no such walk.
     fn function(&mut self, _function: usize) -> Option<u32> {
         None
+    }
+    /// The `[jit] …` pseudo-method of the method the JIT was compiling (`id` as the backend's
+    /// callbacks put it in the work word: `sampling::work`).
+    fn compiling(&mut self, _id: usize) -> u32 {
+        super::work::unnamed_compilation()
     }
 }
 
@@ -138,6 +144,7 @@ pub fn drain() {
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
     let mut offsets: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
     let mut lines = super::lines::table();
+    let mut work_frames = WorkFrames::default();
     slots::seal_gone();
     let mut stitching = async_stacks::begin_drain(resolver.as_mut());
     for slot in slots::used() {
@@ -150,14 +157,20 @@ pub fn drain() {
         let Some(thread) = slot.thread() else { continue };
         let tree = &thread.tree;
         let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
-        ring.drain(|frames, periods, before, flags| {
-            if raw_addresses {
-                stack_path(frames, flags & FLAG_TRUNCATED != 0, false, resolver.as_mut(), &mut path, &mut offsets);
+        ring.drain(|frames, periods, before, flags, work| {
+            let runtime_run = if raw_addresses {
+                stack_path(frames, flags & FLAG_TRUNCATED != 0, false, resolver.as_mut(), &mut path, &mut offsets)
             } else {
-                resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path, &mut offsets);
-            }
+                resolved_path(frames, flags & FLAG_TRUNCATED != 0, resolver.as_mut(), &mut path, &mut offsets)
+            };
+            // Counted from the leaf: stitching replaces the root end.
+            let runtime_run = runtime_run.map(|at| path.len() - at);
             if let Some(stitching) = stitching.as_mut() {
                 stitching.stitch((flags >> CONTEXT_SHIFT) as u32, resolver.as_mut(), &mut path, &mut offsets);
+            }
+            if let Some(from_leaf) = runtime_run {
+                let at = path.len().saturating_sub(from_leaf);
+                work_frames.insert(Work::decode(work), at, resolver.as_mut(), &mut path, &mut offsets);
             }
             COUNTERS.taken.fetch_add(periods + before, Relaxed);
             let mut weight = periods;
@@ -303,7 +316,8 @@ pub(super) fn event_stack_path(
 
 /// The method path, root first, of one raw sample (`frames`: leaf IP, then return addresses;
 /// with `adjusted`, return addresses all already moved inside their calls), and beside it each
-/// frame's IL offset (`lines::NONE` where there is none).
+/// frame's IL offset (`lines::NONE` where there is none). Returns where the sample's runtime
+/// work goes in the path ([`RuntimeRun`]).
 fn stack_path(
     frames: &[u64],
     truncated: bool,
@@ -311,7 +325,7 @@ fn stack_path(
     resolver: &mut dyn FrameResolver,
     path: &mut Vec<u32>,
     offsets: &mut Vec<u32>,
-) {
+) -> Option<usize> {
     use super::lines::NONE;
     path.clear();
     offsets.clear();
@@ -319,6 +333,7 @@ fn stack_path(
         path.push(resolver.truncated());
         offsets.push(NONE);
     }
+    let mut run = RuntimeRun::default();
     let mut last: Option<Frame> = None;
     for (depth, &ip) in frames.iter().enumerate().rev() {
         // Callers' return addresses point after the call: look up ip - 1.
@@ -340,23 +355,26 @@ fn stack_path(
                 continue;
             }
         }
+        run.push(frame, path.len());
         path.push(frame.method);
         offsets.push(if frame.managed { resolver.il_offset(ip).unwrap_or(NONE) } else { NONE });
         last = Some(frame);
     }
+    run.at(path.len())
 }
 
 /// [`stack_path`] for values an external sampler wrote (not addresses: no `ip - 1`, no call
 /// decoding): root first, a run of the same non-managed pseudo-frame collapsed, recursion kept;
 /// each managed frame's IL offset beside it, as the resolver reads it from the value (the
-/// sampler wrote where in its code the frame was).
+/// sampler wrote where in its code the frame was). Returns where runtime work goes in the path
+/// ([`RuntimeRun`]).
 fn resolved_path(
     frames: &[u64],
     truncated: bool,
     resolver: &mut dyn FrameResolver,
     path: &mut Vec<u32>,
     offsets: &mut Vec<u32>,
-) {
+) -> Option<usize> {
     use super::lines::NONE;
     path.clear();
     offsets.clear();
@@ -364,30 +382,116 @@ fn resolved_path(
         path.push(resolver.truncated());
         offsets.push(NONE);
     }
+    let mut run = RuntimeRun::default();
     let mut last: Option<Frame> = None;
     for &value in frames.iter().rev() {
         let frame = resolver.resolve(value as usize);
         if !frame.managed && last.is_some_and(|l| l.method == frame.method) {
             continue;
         }
+        run.push(frame, path.len());
         path.push(frame.method);
         offsets.push(if frame.managed { resolver.il_offset(value as usize).unwrap_or(NONE) } else { NONE });
         last = Some(frame);
     }
+    run.at(path.len())
 }
 
 /// `frames` (root first) into `path`, after the truncation `marker` if any: a run of the same
 /// pseudo-frame that is not managed code (one native library) is one frame; recursion stays.
-fn fold_path(marker: Option<u32>, frames: impl Iterator<Item = Frame>, path: &mut Vec<u32>) {
+/// Returns where runtime work goes in the path ([`RuntimeRun`]).
+fn fold_path(marker: Option<u32>, frames: impl Iterator<Item = Frame>, path: &mut Vec<u32>) -> Option<usize> {
     path.clear();
     path.extend(marker);
+    let mut run = RuntimeRun::default();
     let mut last: Option<Frame> = None;
     for frame in frames {
         if !frame.managed && last.is_some_and(|l| l.method == frame.method) {
             continue;
         }
+        run.push(frame, path.len());
         path.push(frame.method);
         last = Some(frame);
+    }
+    run.at(path.len())
+}
+
+/// Where a sample's runtime work (`sampling::work`) goes in its path, found while the path is
+/// built root first: just above the innermost run of frames that are not managed code below a
+/// managed one — the runtime's frames the managed caller entered (a stub, the runtime, the
+/// JIT), so that the work reads `Caller → [jit] M → libcoreclr → libclrjit …`. A stack with no
+/// managed frame (a thread the runtime runs: the tiered compiler's, a collection's) gets it at the
+/// leaf, below the thread's native frames. A stack whose leaf run is managed code with nothing
+/// of the runtime below any managed frame gets none: a thread running only managed code is not
+/// inside the runtime, whatever its word says.
+#[derive(Default)]
+struct RuntimeRun {
+    /// The index of the first frame of the innermost runtime run below a managed frame.
+    start: Option<usize>,
+    managed_seen: bool,
+    native_seen: bool,
+    last_managed: bool,
+}
+
+impl RuntimeRun {
+    /// `frame` goes to `path[index]` (marker frames included: they are not managed code).
+    fn push(&mut self, frame: Frame, index: usize) {
+        if frame.managed {
+            self.managed_seen = true;
+        } else {
+            self.native_seen = true;
+            if self.last_managed {
+                self.start = Some(index);
+            }
+        }
+        self.last_managed = frame.managed;
+    }
+
+    /// The index, in a path of `len` frames.
+    fn at(&self, len: usize) -> Option<usize> {
+        match (self.start, self.managed_seen) {
+            (Some(at), _) => Some(at),
+            (None, false) if self.native_seen => Some(len),
+            _ => None,
+        }
+    }
+}
+
+/// The work frames of one drain: `[jit] …` by the resolver, `[gc]` looked up once.
+#[derive(Default)]
+struct WorkFrames {
+    gc: Option<u32>,
+}
+
+impl WorkFrames {
+    /// Puts `work`'s frames into `path` at `at` (the compilation outside the collection), with no
+    /// IL offset in `offsets` (kept in step when it is).
+    fn insert(
+        &mut self,
+        work: Work,
+        at: usize,
+        resolver: &mut dyn FrameResolver,
+        path: &mut Vec<u32>,
+        offsets: &mut Vec<u32>,
+    ) {
+        if work.is_none() || at > path.len() {
+            return;
+        }
+        let mut frames = [0u32; 2];
+        let mut n = 0;
+        if let Some(id) = work.compiling {
+            frames[n] = resolver.compiling(id);
+            n += 1;
+        }
+        if work.collecting {
+            frames[n] = *self.gc.get_or_insert_with(super::work::gc_frame);
+            n += 1;
+        }
+        let in_step = offsets.len() == path.len();
+        path.splice(at..at, frames[..n].iter().copied());
+        if in_step {
+            offsets.splice(at..at, std::iter::repeat_n(super::lines::NONE, n));
+        }
     }
 }
 
@@ -416,6 +520,53 @@ mod tests {
         fn function(&mut self, function: usize) -> Option<u32> {
             (function != 0).then_some(1000 + function as u32)
         }
+        /// Compiling function `id`: method 500 + `id`.
+        fn compiling(&mut self, id: usize) -> u32 {
+            500 + id as u32
+        }
+    }
+
+    /// The path of a raw sample (leaf first) taken while the thread did `work`.
+    fn path_with_work(frames: &[u64], work: Work) -> Vec<u32> {
+        let (mut path, mut offsets) = (Vec::new(), Vec::new());
+        let at = stack_path(frames, false, false, &mut Fake, &mut path, &mut offsets);
+        if let Some(at) = at {
+            WorkFrames::default().insert(work, at, &mut Fake, &mut path, &mut offsets);
+        }
+        assert_eq!(path.len(), offsets.len());
+        path
+    }
+
+    #[test]
+    fn runtime_work_goes_between_the_managed_caller_and_the_runtime_s_frames() {
+        let jit = Work { compiling: Some(7), collecting: false };
+        // Method 2 calls method 1, which entered native code 9 (two frames, one run).
+        assert_eq!(path_with_work(&[950, 960, 150, 250], jit), vec![2, 1, 507, 9]);
+        let gc = super::super::work::gc_frame();
+        let both = Work { compiling: Some(7), collecting: true };
+        assert_eq!(path_with_work(&[950, 150, 250], both), vec![2, 1, 507, gc, 9], "the collection inside");
+        // The innermost runtime run below a managed frame, under native code at the root.
+        assert_eq!(path_with_work(&[950, 150, 960], jit), vec![9, 1, 507, 9]);
+        // Managed code the runtime ran inside the work (a class constructor the JIT ran).
+        assert_eq!(path_with_work(&[150, 950, 250], jit), vec![2, 507, 9, 1]);
+        // A thread without managed frames: below its native frames.
+        assert_eq!(path_with_work(&[950, 960], jit), vec![9, 507]);
+        // Managed code only (whatever the word says, the thread is not in the runtime), or no
+        // work: nothing added.
+        assert_eq!(path_with_work(&[150, 250], jit), vec![2, 1]);
+        assert_eq!(path_with_work(&[950, 150, 250], Work::default()), vec![2, 1, 9]);
+    }
+
+    #[test]
+    fn runtime_work_finds_its_place_in_an_external_sampler_s_values() {
+        // Mono's walk: managed frames, with the interrupted native address first when the thread
+        // was outside managed code.
+        let mut path = Vec::new();
+        let at = resolved_path(&[950, 150, 250], false, &mut Fake, &mut path, &mut Vec::new());
+        assert_eq!(path, vec![2, 1, 9]);
+        assert_eq!(at, Some(2));
+        let at = resolved_path(&[150, 250], false, &mut Fake, &mut path, &mut Vec::new());
+        assert_eq!(at, None);
     }
 
     #[test]

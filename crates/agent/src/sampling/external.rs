@@ -99,7 +99,7 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
     if periods > 1 {
         COUNTERS.deferred.fetch_add(periods - 1, Relaxed);
     }
-    if writer.commit(periods, 0, flags) {
+    if writer.commit(periods, 0, flags, super::work::current()) {
         super::drain::wake();
     }
 }

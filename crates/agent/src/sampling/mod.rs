@@ -25,6 +25,7 @@ pub mod shapes;
 pub mod signal;
 mod slots;
 pub mod symbols;
+pub mod work;
 
 pub use drain::{Frame, FrameResolver, WalkedFrame, drain, event_stacks_lost, record_event_stack, record_walk};
 pub use external::{record_for_current_thread, start_external};

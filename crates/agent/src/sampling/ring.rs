@@ -3,9 +3,11 @@
 //! the handler never allocates, locks or blocks: when the ring is full the sample is dropped and
 //! counted.
 //!
-//! Record: `[frames << 32 | flags, periods, periods before, frame 0 (leaf ip), frame 1 (return
-//! address), …]`, where "periods before" are intervals the thread spent off the CPU before this
-//! sample (charged to its previous stack: see `sampling::drain`).
+//! Record: `[frames << 32 | flags, periods, periods before, work, frame 0 (leaf ip), frame 1
+//! (return address), …]`, where "periods before" are intervals the thread spent off the CPU
+//! before this sample (charged to its previous stack: see `sampling::drain`) and "work" is the
+//! thread's work word when the sample was taken (`sampling::work`: the runtime was compiling a
+//! method, collecting garbage).
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 
@@ -16,7 +18,7 @@ pub const FLAG_TRUNCATED: u64 = 1;
 /// from this bit on.
 pub const CONTEXT_SHIFT: u32 = 1;
 pub const MAX_CONTEXT: u32 = 1 << 31;
-const HEADER: usize = 3;
+const HEADER: usize = 4;
 
 pub struct Ring {
     words: Box<[AtomicU64]>,
@@ -65,8 +67,8 @@ impl Ring {
     }
 
     /// Reads every complete sample, oldest first.
-    /// The callback gets `(frames, periods, periods before, flags)`.
-    pub fn drain(&self, mut sample: impl FnMut(&[u64], u64, u64, u64)) {
+    /// The callback gets `(frames, periods, periods before, flags, work)`.
+    pub fn drain(&self, mut sample: impl FnMut(&[u64], u64, u64, u64, u64)) {
         let head = self.head.load(Acquire);
         let mut tail = self.tail.load(Relaxed);
         let mut frames = Vec::with_capacity(MAX_FRAMES);
@@ -74,10 +76,11 @@ impl Ring {
             let header = self.slot(tail).load(Relaxed);
             let periods = self.slot(tail + 1).load(Relaxed);
             let before = self.slot(tail + 2).load(Relaxed);
+            let work = self.slot(tail + 3).load(Relaxed);
             let n = (header >> 32).min(MAX_FRAMES as u64);
             frames.clear();
             frames.extend((0..n).map(|i| self.slot(tail + HEADER as u64 + i).load(Relaxed)));
-            sample(&frames, periods, before, header & 0xffff_ffff);
+            sample(&frames, periods, before, header & 0xffff_ffff, work);
             tail += HEADER as u64 + n;
         }
         self.tail.store(tail, Release);
@@ -102,14 +105,15 @@ impl Writer<'_> {
         }
     }
 
-    /// Publishes the sample: it stands for `periods` intervals, and the thread was off the CPU
-    /// for `before` intervals since its previous sample. True when the ring is now at least half
-    /// full: time to wake the drain.
+    /// Publishes the sample: it stands for `periods` intervals, the thread was off the CPU for
+    /// `before` intervals since its previous sample, and was doing `work` for the runtime. True
+    /// when the ring is now at least half full: time to wake the drain.
     #[must_use]
-    pub fn commit(self, periods: u64, before: u64, flags: u64) -> bool {
+    pub fn commit(self, periods: u64, before: u64, flags: u64, work: u64) -> bool {
         self.ring.slot(self.start).store((self.frames << 32) | flags, Relaxed);
         self.ring.slot(self.start + 1).store(periods, Relaxed);
         self.ring.slot(self.start + 2).store(before, Relaxed);
+        self.ring.slot(self.start + 3).store(work, Relaxed);
         let head = self.start + HEADER as u64 + self.frames;
         self.ring.head.store(head, Release);
         2 * (head - self.ring.tail.load(Relaxed)) > self.ring.mask
@@ -129,7 +133,7 @@ mod tests {
             for f in 0..3 {
                 w.push(written * 10 + f);
             }
-            let half = w.commit(1 + written, written, 0);
+            let half = w.commit(1 + written, written, 0, written * 7);
             written += 1;
             let used = written as usize * (3 + HEADER);
             assert_eq!(half, 2 * used >= capacity, "{used} of {capacity} words used");
@@ -137,16 +141,16 @@ mod tests {
         assert!(written as usize >= capacity / (MAX_FRAMES + HEADER));
         assert_eq!(ring.dropped.load(Relaxed), 1);
         let mut seen = Vec::new();
-        ring.drain(|frames, periods, before, flags| seen.push((frames.to_vec(), periods, before, flags)));
+        ring.drain(|frames, periods, before, flags, work| seen.push((frames.to_vec(), periods, before, flags, work)));
         assert_eq!(seen.len() as u64, written);
-        assert_eq!(seen[2], (vec![20, 21, 22], 3, 2, 0));
+        assert_eq!(seen[2], (vec![20, 21, 22], 3, 2, 0, 14));
         // Space is reusable after a drain, across the wrap-around.
         for round in 0..3 * written {
             let mut w = ring.begin().expect("space after draining");
             w.push(round);
-            let _ = w.commit(1, 0, FLAG_TRUNCATED);
+            let _ = w.commit(1, 0, FLAG_TRUNCATED, 0);
             let mut got = None;
-            ring.drain(|frames, _, _, flags| got = Some((frames[0], flags)));
+            ring.drain(|frames, _, _, flags, _| got = Some((frames[0], flags)));
             assert_eq!(got, Some((round, FLAG_TRUNCATED)));
         }
     }
@@ -159,8 +163,8 @@ mod tests {
             w.push(f);
         }
         assert!(w.is_full());
-        let _ = w.commit(1, 0, FLAG_TRUNCATED);
-        ring.drain(|frames, _, _, flags| {
+        let _ = w.commit(1, 0, FLAG_TRUNCATED, 0);
+        ring.drain(|frames, _, _, flags, _| {
             assert_eq!(frames.len(), MAX_FRAMES);
             assert_eq!(flags, FLAG_TRUNCATED);
         });

@@ -24,6 +24,8 @@ pub struct MethodTable {
 struct MethodTableInner {
     by_function: HashMap<usize, u32>,
     pseudo: HashMap<String, u32>,
+    /// A runtime function → its `[jit] …` pseudo-method (see [`MethodTable::compiling`]).
+    compiling: HashMap<usize, u32>,
     records: Vec<MethodRecord>,
 }
 
@@ -98,6 +100,34 @@ impl MethodTable {
             method_args: Vec::new(),
         });
         inner.pseudo.insert(name.to_string(), id);
+        id
+    }
+
+    /// The `[jit] Ns.Type.Method` pseudo-method of samples taken while the JIT compiled
+    /// `function` (`sampling::work`), named `names`: the method's signature, assembly, module and
+    /// type arguments, so that reports name and group it as they do the method; no source file
+    /// (no lines belong to it). Once per function.
+    pub fn compiling(&self, function: usize, names: MethodNames) -> u32 {
+        let mut inner = self.lock();
+        if let Some(&id) = inner.compiling.get(&function) {
+            return id;
+        }
+        let id = inner.records.len() as u32;
+        let MethodNames { name, signature, assembly, module, type_args, method_args, .. } = names;
+        let name = format!("[jit] {name}");
+        let path = String::new();
+        inner.records.push(MethodRecord {
+            id,
+            name,
+            signature,
+            assembly,
+            module,
+            path,
+            token: 0,
+            type_args,
+            method_args,
+        });
+        inner.compiling.insert(function, id);
         id
     }
 

@@ -17,6 +17,8 @@ const Flame = (() => {
   /** Ancestors of the zoomed frame drawn at most. */
   const ANCESTOR_ROWS = 12;
   const FRAMEWORK = /^(System|Microsoft|Internal|Interop|Mono)\./;
+  /** The runtime's work for the program (`[jit] …`, `[gc]`): a colour of its own. */
+  const WORK = /^\[(jit|gc|type load)\]/;
 
   /** Given by `init`: the profile (model.js), the page's state and actions (main.js). */
   let profile = null;
@@ -112,13 +114,16 @@ const Flame = (() => {
     return h >>> 0;
   }
 
-  /** Warm colours for the program's own code, cool ones for the framework; stable per name. */
+  /** Warm colours for the program's own code, cool ones for the framework, violet for the
+   * runtime's work; stable per name. */
   function colourOf(m) {
     let c = flame.colours[m];
     if (c === undefined) {
       const name = profile.names[m];
       const h = hashName(name);
-      if (FRAMEWORK.test(name)) {
+      if (WORK.test(name)) {
+        c = 'hsl(' + (265 + (h % 25)) + ',' + (40 + ((h >>> 8) % 20)) + '%,' + (70 + ((h >>> 16) % 8)) + '%)';
+      } else if (FRAMEWORK.test(name)) {
         c = 'hsl(' + (195 + (h % 30)) + ',' + (45 + ((h >>> 8) % 20)) + '%,' + (68 + ((h >>> 16) % 10)) + '%)';
       } else {
         c = 'hsl(' + (8 + (h % 42)) + ',' + (78 + ((h >>> 8) % 17)) + '%,' + (58 + ((h >>> 16) % 10)) + '%)';

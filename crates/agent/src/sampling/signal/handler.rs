@@ -429,7 +429,8 @@ fn record(state: &super::PerThread, slot: &slots::Slot, periods: u64, before: u6
     }
     // The async context the thread runs in (`async_stacks`), in the flags above the truncation bit.
     flags |= u64::from(slot.async_context.load(Relaxed)) << CONTEXT_SHIFT;
-    if writer.commit(periods, before, flags) {
+    // What the thread was doing for the runtime (`work`: compiling, collecting): named later.
+    if writer.commit(periods, before, flags, crate::sampling::work::current()) {
         super::super::drain::wake();
     }
 }
