@@ -141,9 +141,11 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
     // The thread running the init function initialises the runtime and runs Main.
     session::sample_thread(threads::gettid());
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
+    let debug = mono.debug_enabled();
+    ANY_DEBUG.store(debug, Relaxed);
     log!(
         "Mono's debug mode is {}",
-        if mono.debug_enabled() { "on: samples by line" } else { "off: no samples by line (mono --debug)" }
+        if debug { "on: samples by line" } else { "off: no samples by line (mono --debug)" }
     );
     Ok(session::sampling_facts(config))
 }
@@ -157,11 +159,15 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
         return;
     }
     let key = method.key().0;
-    let table = method.line_table();
+    // Before the compilation (`code` 0) there is no table yet: the first one comes when it is
+    // done, and counts as the method's first (not as a second that withdraws it).
+    let table = if code != 0 { method.line_table() } else { None };
     let index = match IDS.get(key) {
         Some(index) => {
-            // Compiled again (another domain, a recompilation): new code.
-            line_table_again(index, table);
+            if code != 0 && !first_compilation_done(index, table.as_ref()) {
+                // Compiled again (another domain, a recompilation): new code.
+                line_table_again(index, table);
+            }
             index
         }
         None => {
@@ -186,6 +192,9 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
             if let Some(table) = table {
                 line_tables(|tables| tables.insert(index, Some(table.into())));
                 ANY_LINE_TABLE.store(true, Release);
+            }
+            if code == 0 && ANY_DEBUG.load(Relaxed) {
+                NOTED_BEFORE_COMPILING.lock().unwrap_or_else(|e| e.into_inner()).insert(index);
             }
             if !IDS.insert(key, index) {
                 return;
@@ -215,6 +224,25 @@ fn line_tables<R>(f: impl FnOnce(&mut LineTables) -> R) -> R {
 }
 
 /// Method `index` compiled again, with `table`: its table stays only if it is the same.
+/// Methods noted when their compilation began (`code` 0: the runtime's work names them) whose
+/// compilation has not finished yet, in Mono's debug mode only.
+static NOTED_BEFORE_COMPILING: Mutex<std::collections::BTreeSet<u32>> = Mutex::new(std::collections::BTreeSet::new());
+/// Mono runs in its debug mode (line tables exist).
+static ANY_DEBUG: AtomicBool = AtomicBool::new(false);
+
+/// Whether method `index`, noted when its compilation began, just finished its first one: its
+/// `table` is then its first (kept, when there is one).
+fn first_compilation_done(index: u32, table: Option<&Vec<(u32, u32)>>) -> bool {
+    if !ANY_DEBUG.load(Relaxed) || !NOTED_BEFORE_COMPILING.lock().unwrap_or_else(|e| e.into_inner()).remove(&index) {
+        return false;
+    }
+    if let Some(table) = table {
+        line_tables(|tables| tables.insert(index, Some(table.as_slice().into())));
+        ANY_LINE_TABLE.store(true, Release);
+    }
+    true
+}
+
 fn line_table_again(index: u32, table: Option<Vec<(u32, u32)>>) {
     line_tables(|tables| match (tables.get(&index), table) {
         (Some(Some(known)), Some(new)) if **known == *new => {}
