@@ -33,6 +33,9 @@ const INDEX_BITS: u32 = 16;
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 const GENERATION_MASK: u32 = 0xffff;
 
+/// The outer compilations a slot keeps ([`Slot::outer_compilations`]).
+pub(super) const OUTER_COMPILATIONS: usize = 8;
+
 /// [`Slot::first_signals`] once the first full sample was asked for.
 pub(super) const FIRST_DONE: u8 = u8::MAX;
 
@@ -56,6 +59,9 @@ pub(super) struct Slot {
     /// The async context the thread runs in now (`async_stacks`; 0: none): each sample carries
     /// it.
     pub async_context: AtomicU32,
+    /// The methods of the compilations a nested one interrupted, by depth (`work`: written and
+    /// read by the thread itself, and only when compilations nest).
+    pub outer_compilations: [AtomicU64; OUTER_COMPILATIONS],
     /// Wall clock: signals the sampler sent the thread whatever its state, so that a thread
     /// blocked since before it was registered (an attach, `sonde dump`) has a stack to charge its
     /// time to (see the sampler); [`FIRST_DONE`] once one was sent with the stack's limits known.
@@ -77,6 +83,7 @@ const EMPTY_SLOT: Slot = Slot {
     idle_periods: AtomicU64::new(0),
     last_leaf: AtomicU32::new(0),
     async_context: AtomicU32::new(0),
+    outer_compilations: [const { AtomicU64::new(0) }; OUTER_COMPILATIONS],
     first_signals: AtomicU8::new(0),
     generation: AtomicU32::new(0),
     phase: AtomicU8::new(FREE),
@@ -164,6 +171,9 @@ pub(super) fn claim(tid: u32) -> Option<(usize, bool)> {
     slot.idle_periods.store(0, Relaxed);
     slot.last_leaf.store(0, Relaxed);
     slot.first_signals.store(0, Relaxed);
+    for kept in &slot.outer_compilations {
+        kept.store(0, Relaxed);
+    }
     slot.tid.store(tid, Release);
     slot.phase.store(CLAIMED, Release);
     if index == USED.load(Relaxed) {
@@ -339,6 +349,24 @@ pub(super) fn current_slot() -> Option<(usize, &'static Slot)> {
     Some((index, slot))
 }
 
+/// Keeps `id`, the method of the compilation open at `depth` (1-based) on the calling thread,
+/// if it is sampled and `depth` is within [`OUTER_COMPILATIONS`] (`work`).
+pub(super) fn keep_outer_compilation(depth: u64, id: u64) {
+    if let Some((_, slot)) = current_slot()
+        && let Some(kept) = slot.outer_compilations.get((depth as usize).wrapping_sub(1))
+    {
+        kept.store(id, Relaxed);
+    }
+}
+
+/// The method of the compilation open at `depth` (1-based) on the calling thread, kept when a
+/// deeper one started (0: not kept).
+pub(super) fn outer_compilation(depth: u64) -> u64 {
+    current_slot()
+        .and_then(|(_, slot)| slot.outer_compilations.get((depth as usize).wrapping_sub(1)))
+        .map_or(0, |kept| kept.load(Relaxed))
+}
+
 /// Sets the calling thread's current async context (`async_stacks`), if it is sampled.
 pub(super) fn set_current_async(ctx: u32) {
     if let Some((_, slot)) = current_slot() {
@@ -375,6 +403,17 @@ mod cache {
     pub fn set(_value: usize) {}
 }
 
+/// Held by the tests that take slots (they share the process's table).
+#[cfg(test)]
+pub(super) static TESTS: Mutex<()> = Mutex::new(());
+
+/// For tests: frees the slots of the threads that ended (as the drain does).
+#[cfg(test)]
+pub(super) fn release_ended() {
+    seal_gone();
+    release_final();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,6 +429,8 @@ mod tests {
 
     #[test]
     fn slots_of_gone_threads_are_reused_and_late_signals_refused() {
+        let _serial = TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        release_ended();
         // More threads one after the other than there are slots: each one's slot serves the next.
         let mut stale = Vec::new();
         for i in 0..(MAX_THREADS as u32 + 100) {

@@ -8,7 +8,7 @@
 //! suspension callbacks; Mono's `jit_begin`/`jit_done`, its GC events). A compilation starts and
 //! ends for every method the JIT compiles (tens of thousands a second at start-up), so each call
 //! is a load and a store of an initial-exec TLS word (`tree::tls`); only a compilation nested in
-//! another one touches more (a thread-local stack of the outer ones, a rare path). The signal
+//! another one touches more (the outer ones are kept in the thread's sampling slot, a rare path). The signal
 //! handler reads the word with one instruction and stores it in the sample ([`current`]); the
 //! drain names it ([`Work`], `drain`), never the handler.
 //!
@@ -27,9 +27,6 @@ const ID_MASK: u64 = (1 << 56) - 1;
 const DEPTH_SHIFT: u32 = 56;
 const DEPTH_MASK: u64 = 0b1_1111 << DEPTH_SHIFT;
 const MAX_DEPTH: u64 = 31;
-/// The outer compilations whose ids are kept (nesting deeper than this is unheard of: the
-/// compilations in between are counted, and unnamed while they are the innermost).
-const KEPT: u64 = 8;
 /// The thread suspended the runtime for a collection, and has not resumed it yet.
 const SUSPENDING: u64 = 1 << 61;
 /// The thread runs a collection.
@@ -92,7 +89,9 @@ pub fn jit_finished(id: usize) {
     let w = word::get() as u64;
     let depth = (w & DEPTH_MASK) >> DEPTH_SHIFT;
     let innermost = w & ID_MASK;
-    // (An innermost id not kept, 0, matches any: see [`KEPT`].)
+    // (An innermost id not kept, 0, matches any: outer ones are kept up to
+    // `slots::OUTER_COMPILATIONS` deep; nesting deeper than that is unheard of, and the
+    // compilations in between are counted, unnamed while they are the innermost.)
     if depth == 0 || (innermost != 0 && innermost != id as u64 & ID_MASK) {
         return;
     }
@@ -124,31 +123,17 @@ pub fn collecting(running: bool) {
     }
 }
 
-/// The ids of the compilations a nested one interrupted, by depth: a thread-local stack,
-/// touched only when compilations nest.
+/// The ids of the compilations a nested one interrupted, by depth, in the thread's sampling slot
+/// (not in thread-local storage: each copy of the agent an attach loads takes its whole TLS block
+/// from glibc's small static reserve, README "attach limits"). Touched only when compilations
+/// nest.
 mod outer {
-    use super::KEPT;
-    use std::cell::Cell;
-
-    thread_local! {
-        static OUTER: Cell<[u64; KEPT as usize]> = const { Cell::new([0; KEPT as usize]) };
-    }
-
-    /// Keeps the id of the compilation open at `depth` (1-based), up to [`KEPT`].
     pub fn push(depth: u64, id: u64) {
-        if depth <= KEPT {
-            OUTER.with(|o| {
-                let mut ids = o.get();
-                ids[depth as usize - 1] = id;
-                o.set(ids);
-            });
-        }
+        super::super::slots::keep_outer_compilation(depth, id);
     }
 
-    /// The id of the compilation open at `depth` (1-based), kept when a deeper one started (0:
-    /// not kept).
     pub fn pop(depth: u64) -> u64 {
-        OUTER.with(|o| o.get().get(depth as usize - 1).copied().unwrap_or(0))
+        super::super::slots::outer_compilation(depth)
     }
 }
 
@@ -172,9 +157,25 @@ mod word {
 mod tests {
     use super::*;
 
-    /// Runs `f` on a fresh thread (the word is the thread's own).
+    use crate::sampling::slots;
+    use crate::tree::threads;
+
+    const KEPT: u64 = slots::OUTER_COMPILATIONS as u64;
+
+    /// Runs `f` on a fresh thread (the word is the thread's own) with a sampling slot (where the
+    /// outer compilations are kept).
     fn on_a_thread(f: impl FnOnce() + Send + 'static) {
-        std::thread::spawn(f).join().unwrap();
+        let _serial = slots::TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        std::thread::spawn(|| {
+            let tid = threads::gettid();
+            let (index, _) = slots::claim(tid).expect("a slot");
+            slots::activate(index, tid, threads::state_for(tid));
+            f();
+            slots::unregister(tid);
+        })
+        .join()
+        .unwrap();
+        slots::release_ended();
     }
 
     #[test]
