@@ -242,6 +242,11 @@ pub struct RecordArgs {
     /// CoreCLR (its JIT leaves the fast allocators) and cannot be switched on by `--pid`.
     #[arg(long, value_name = "HOW", value_enum, default_value = "sampled")]
     pub alloc_sampling: AllocSamplingArg,
+    /// Mono: count caught exceptions too (CoreCLR always does). Off by default because Mono then
+    /// reports every `finally` block the program runs, thrown or not (~11 ns each: a `lock`- or
+    /// `using`-heavy loop can run twice as slow; docs/EVENTS.md).
+    #[arg(long)]
+    pub catches: bool,
     /// Tracing mode: also trace the instrumented native libraries (built with
     /// `-finstrument-functions`) the .NET program calls, under their managed callers (the agent
     /// is preloaded into the program: docs/NATIVE.md).

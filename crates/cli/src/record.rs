@@ -248,8 +248,9 @@ pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
         // environment: it passes through to a program sonde starts, and is handed on here for one
         // it attaches to.
         cpu_timers: std::env::var(sonde_protocol::config::ENV_CPU_TIMERS).map_or(true, |v| v != "0"),
-        // Likewise SONDE_MONO_CATCHES=1 (docs/EVENTS.md).
-        mono_catches: std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
+        // `SONDE_MONO_CATCHES=1` in sonde's own environment, what turned them on before
+        // `--catches` existed, still does.
+        mono_catches: args.catches || std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
         events: EventKinds { alloc: args.events.alloc || exact, ..args.events },
         alloc_exact: exact,
         async_stacks: args.async_stacks,

@@ -14,7 +14,7 @@ fn collection_counts(stdout: &str) -> [u64; 3] {
 }
 
 fn exceptions_and_collections_match_the_program(rt: Runtime) {
-    // On Mono, catches are counted only with SONDE_MONO_CATCHES=1 (they cost every `finally`).
+    // On Mono, catches are counted only with `--catches` (they cost every `finally`).
     let runs: &[(&str, bool)] = match rt {
         Runtime::CoreClr => &[("sampling", true), ("tracing", true)],
         Runtime::Mono => &[("sampling", false), ("tracing", false), ("sampling", true)],
@@ -22,10 +22,10 @@ fn exceptions_and_collections_match_the_program(rt: Runtime) {
     for &(mode, catches) in runs {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("events.sonde");
-        let env: &[(&str, std::ffi::OsString)] =
-            if rt == Runtime::Mono && catches { &[("SONDE_MONO_CATCHES", "1".into())] } else { &[] };
-        let args = record_args(&file, &["--mode", mode], &rt.app_command("Events", &["200"]));
-        let out = Running::spawn_with_env(sonde(), &args, env).wait(DEADLINE);
+        let opts: &[&str] = if rt == Runtime::Mono && catches { &["--catches"] } else { &[] };
+        let opts: Vec<&str> = ["--mode", mode].iter().chain(opts).copied().collect();
+        let args = record_args(&file, &opts, &rt.app_command("Events", &["200"]));
+        let out = Running::spawn(sonde(), &args).wait(DEADLINE);
         let what = format!("{rt:?} {mode}, catches {catches}:\n{}", out.describe());
         assert_eq!(out.code(), 0, "{what}");
         let report = report_json(&file);
@@ -127,6 +127,43 @@ fn exceptions_and_collections_match_the_program(rt: Runtime) {
 }
 
 on_both_runtimes!(exceptions_and_collections_match_the_program);
+
+/// An exception that leaves the program is thrown, not caught: Mono reports the catch of the
+/// `runtime-invoke` wrapper that called `Main` (to print it unhandled), which is no catch of the
+/// program's. Crash.exe dies of one; `after-handled` first catches one of the same type in
+/// `Probe`. `--catches` switches catches on; `SONDE_MONO_CATCHES=1` in sonde's environment, the
+/// older way, still does.
+#[test]
+fn mono_counts_no_catch_for_an_unhandled_exception() {
+    let rt = Runtime::Mono;
+    for (args, opts, env, want) in [
+        (&[][..], &["--catches"][..], None, (1, 0)),
+        (&["after-handled"][..], &["--catches"][..], None, (2, 1)),
+        (&["after-handled"][..], &[][..], Some("1"), (2, 1)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("crash.sonde");
+        let opts: Vec<&str> = ["--mode", "sampling"].iter().chain(opts).copied().collect();
+        let record = record_args(&file, &opts, &rt.app_command("Crash", args));
+        let env: Vec<(&str, std::ffi::OsString)> = env.map(|v| ("SONDE_MONO_CATCHES", v.into())).into_iter().collect();
+        let out = Running::spawn_with_env(sonde(), &record, &env).wait(DEADLINE);
+        let what = format!("Crash.exe {args:?}, {opts:?} {env:?}:\n{}", out.describe());
+        assert_eq!(out.code(), rt.crash_code(), "{what}");
+        let report = report_json(&file);
+        let exceptions = arr(&report, "exceptions");
+        let crash = exceptions.iter().find(|e| str_of(e, "type") == "Acme.CrashTestException");
+        let counts = crash.map(|e| (u64_of(e, "thrown"), e["caught"].as_u64()));
+        assert_eq!(counts, Some((want.0, Some(want.1))), "{what}\n{exceptions:?}");
+    }
+}
+
+/// `sonde record --help` lists `--catches`.
+#[test]
+fn record_help_lists_catches() {
+    let out = run(sonde(), &["record".into(), "--help".into()]);
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    assert!(out.stdout_str().contains("--catches"), "{}", out.stdout_str());
+}
 
 /// The methods' entries of a JSON report by name (the first of each name).
 fn method_named<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

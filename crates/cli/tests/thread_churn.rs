@@ -67,20 +67,58 @@ fn a_thread_after_1100_ended_ones_is_sampled(rt: Runtime) {
     assert!(folded >= 900 && folded + churn.count() as u64 >= 1100, "{folded} folded threads");
 }
 
-/// Churn.exe prints its resident memory (after a full collection, with malloc's free memory given
-/// back) after 1,000 threads and after 5,000: between the two, under either mode, the agent must
-/// not hold anything per ended thread. Without Sonde the runtime itself grows ~2.5 MB on CoreCLR,
-/// ~1 MB on Mono; before ended threads were folded and slots reused, ~210 MB.
+/// The figure after `label` on the agent's log line that starts with `line` (`held at the end:
+/// 102 thread states (…), 101 thread ids, …`: `thread ids` gives 101).
+fn held(log: &str, line: &str, label: &str) -> u64 {
+    let text = log.lines().find_map(|l| l.split_once(line).map(|(_, rest)| rest));
+    let text = text.unwrap_or_else(|| panic!("no `{line}` line in the agent's log:\n{log}"));
+    let before = text.split(label).next().filter(|b| b.len() < text.len());
+    let figure = before.and_then(|b| b.trim_end().rsplit([' ', '(']).next()).and_then(|n| n.parse().ok());
+    figure.unwrap_or_else(|| panic!("no `{label}` in {text:?}"))
+}
+
+/// After 5,000 threads started and ended one after the other, under either mode, the agent holds
+/// nothing per ended thread: as it says in its log with the final snapshot, its thread states
+/// (each with a call tree) are the live threads', the last `KEPT_ENDED` (100) ended ones' and the
+/// aggregate's, and its maps of thread ids and names hold no more — whatever the scheduling.
+///
+/// Churn.exe also prints its resident memory (after a full collection, with malloc's free memory
+/// given back) after 1,000 threads and after 5,000. That is a coarse guard only, not the measure:
+/// the agent's live heap stays flat (13.6 MB from the 4,000th thread to the 18,000th on Mono), yet
+/// the resident memory grew +1.2 to +1.6 MB in most runs and +5 to +9 MB in some, on Mono: the
+/// agent reads a native library's symbol file whole (up to 4.8 MB) the first time a sample lands
+/// in it, at no fixed point of the run, and glibc, whose mmap threshold has risen by then, serves
+/// it from the drain thread's arena, whose top `malloc_trim` does not give back. Without Sonde
+/// the runtime itself grows ~2.5 MB on CoreCLR, ~1 MB on Mono; before ended threads were folded
+/// and slots reused, ~210 MB — which the 32 MB bound still catches.
 fn memory_does_not_grow_with_ended_threads(rt: Runtime) {
     for mode in ["sampling", "tracing"] {
         let dir = tmp();
         let file = dir.path().join("churn.sonde");
-        let out = rt.record_app(&file, &["--mode", mode], "Churn", &["5000", "200", "10"]);
+        let log = dir.path().join("agent.log");
+        let opts = ["--mode", mode, "--agent-log", log.to_str().unwrap()];
+        let out = rt.record_app(&file, &opts, "Churn", &["5000", "200", "10"]);
         assert_eq!(out.code(), 0, "{mode}: {}", out.describe());
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        // The main thread, the runtime's own (finalizer, thread pool…), the calibration's private
+        // state (tracing), the aggregate: a few beside the 100 ended ones kept.
+        let bound = 100 + 16;
+        let held = |line: &str, label: &str| held(&log, line, label);
+        let states = held(": held at the end:", "thread states");
+        assert!(states <= bound, "{mode}: {states} thread states held after 5,000 threads:\n{log}");
+        let ids = held(": held at the end:", "thread ids");
+        assert!(ids <= bound, "{mode}: {ids} thread ids held after 5,000 threads:\n{log}");
+        let names = held(": held at the end:", "names waiting");
+        assert!(names <= 16, "{mode}: {names} thread names held after 5,000 threads:\n{log}");
+        if rt == Runtime::Mono {
+            let ids = held("Mono's threads held at the end:", "thread ids");
+            let names = held("Mono's threads held at the end:", "names waiting");
+            assert!(ids <= 16 && names <= 16, "{mode}: Mono's {ids} thread ids, {names} names held:\n{log}");
+        }
         let stdout = out.stdout_str();
         let (early, late) = (printed(&stdout, "rss 1000 "), printed(&stdout, "rss 5000 "));
         let growth_kb = late.saturating_sub(early);
-        assert!(growth_kb < 8 * 1024, "{mode}: resident memory grew {growth_kb} KB from 1,000 to 5,000 threads");
+        assert!(growth_kb < 32 * 1024, "{mode}: resident memory grew {growth_kb} KB from 1,000 to 5,000 threads");
         // Nothing was lost on the way: the folded threads' calls are all there.
         let report = report_json(&file);
         check_invariants(&report);

@@ -168,6 +168,32 @@ impl Method<'_> {
         main == image
     }
 
+    /// Whether the method is code the runtime generated for itself — a wrapper (`runtime-invoke`,
+    /// `managed-to-native`, `native-to-managed`, `delegate-invoke`…) — rather than code of the
+    /// program or a library. A method with a MethodDef token is not one (a getter, no name
+    /// built); of the methods without one, every wrapper but a `DynamicMethod` (Mono's
+    /// `dynamic-method` wrapper, which the program emitted) is. Mono's API has no getter for a
+    /// method's wrapper type, so the rest is told by the prefix Mono's display name gives every
+    /// wrapper (`mono_method_full_name`: `(wrapper runtime-invoke) …`): one name built, for the
+    /// rare caller off the hot path (a catch).
+    pub fn is_runtime_wrapper(&self) -> bool {
+        if self.rows().is_some() {
+            return false;
+        }
+        let Some(api) = api() else { return false };
+        // SAFETY: the live method; the string is Mono's, copied and freed once below.
+        let name = unsafe {
+            let full = (api.mono_method_full_name)(self.ptr.as_ptr(), 0);
+            if full.is_null() {
+                return false;
+            }
+            let name = c_string(full);
+            (api.mono_free)(full.cast());
+            name
+        };
+        is_runtime_wrapper_name(&name)
+    }
+
     /// The path of the file the method's image was loaded from (empty for an image loaded from
     /// memory). Once per image: the string is copied.
     pub fn image_path(&self) -> Option<String> {
@@ -290,6 +316,13 @@ impl TypeNames for Metadata<'_> {
     }
 }
 
+/// Whether Mono's display name of a method without metadata (`mono_method_full_name`) names a
+/// wrapper the runtime generated: every wrapper's starts with `(wrapper KIND)`, and only
+/// `dynamic-method` is code the program made (`System.Reflection.Emit.DynamicMethod`).
+fn is_runtime_wrapper_name(name: &str) -> bool {
+    name.strip_prefix("(wrapper ").is_some_and(|kind| !kind.starts_with("dynamic-method)"))
+}
+
 /// The type arguments in a generic instance's name as Mono spells it (`` Acme.Table`1<Acme.Row> ``,
 /// `` System.Collections.Generic.Dictionary`2<string, System.Collections.Generic.List`1<int>> ``):
 /// the top-level arguments of its first argument list; empty when it has none.
@@ -317,7 +350,16 @@ fn type_arguments(name: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod type_argument_tests {
-    use super::type_arguments;
+    use super::{is_runtime_wrapper_name, type_arguments};
+
+    #[test]
+    fn wrappers_the_runtime_made_are_told_from_dynamic_methods() {
+        assert!(is_runtime_wrapper_name("(wrapper runtime-invoke) object:runtime_invoke_dynamic"));
+        assert!(is_runtime_wrapper_name("(wrapper managed-to-native) System.Threading.Thread:SleepInternal"));
+        assert!(!is_runtime_wrapper_name("(wrapper dynamic-method) object:Parse"));
+        assert!(!is_runtime_wrapper_name("int[]:Get"));
+        assert!(!is_runtime_wrapper_name(""));
+    }
 
     #[test]
     fn mono_instance_names_give_their_arguments() {

@@ -23,8 +23,8 @@ pub trait Events: 'static {
     fn thread_name(_thread: usize, _name: &CStr) {}
     /// An exception was thrown (first chance, rethrows included).
     fn exception_throw(_exception: Object<'_>) {}
-    /// A catch handler (typed, or a `when` filter's that accepted) is about to run for
-    /// `exception`.
+    /// A catch handler of the program or a library (typed, or a `when` filter's that accepted) is
+    /// about to run for `exception`; a runtime wrapper's is not passed on.
     fn exception_caught(_exception: Object<'_>) {}
     /// A step of a garbage collection (`MONO_GC_EVENT_*`, in SGen's order): `generation` is the
     /// one collected (0: the nursery, 1: the major heap).
@@ -396,7 +396,17 @@ unsafe extern "C" fn exception_clause<E: Events>(
     }
     // SAFETY: as for `exception_throw`.
     let exception = unsafe { Object::new(exception) };
-    guard::<E, _>((), || E::exception_caught(exception));
+    // SAFETY: the method whose clause runs, passed to this callback on the (attached) thread
+    // that runs it.
+    let method = unsafe { Method::new(method) };
+    guard::<E, _>((), || {
+        // The clause of a runtime wrapper is the runtime's, not the program's: an exception that
+        // leaves `Main` or a thread's start method is caught by the `runtime-invoke` wrapper that
+        // called it, to report it unhandled.
+        if !method.is_some_and(|m| m.is_runtime_wrapper()) {
+            E::exception_caught(exception);
+        }
+    });
 }
 
 unsafe extern "C" fn gc_event<E: Events>(

@@ -206,6 +206,8 @@ impl Events for Agent {
     /// its shutdown begins — the finalizers of every object left, on Mono — so the final snapshot
     /// waits for the end of the shutdown (or for `exit`, whichever comes first).
     fn runtime_shutdown_end() {
+        let (ids, names) = thread_ids(|ids| (ids.os_tid.len(), ids.pending_names.len()));
+        log!("Mono's threads held at the end: {ids} thread ids, {names} names waiting for their thread");
         session::final_snapshot("runtime shutdown end");
     }
 

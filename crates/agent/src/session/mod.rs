@@ -303,6 +303,8 @@ pub fn final_snapshot(why: &str) {
         log!("{}", sampling::module_files::summary());
         log!("{}", sampling::module_files::unasked_summary());
     }
+    threads::fold_ended();
+    log!("held at the end: {}", threads::held());
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
 }

@@ -314,6 +314,52 @@ pub fn fold_ended() {
     }
 }
 
+/// `ThreadState`s alive wherever they are held — listed, ended and waiting to be folded, the
+/// aggregate, a private one — so that one kept by mistake (an `Arc` nobody drops) shows too.
+static STATES_ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// What the agent holds for threads: bounded by the live threads and [`KEPT_ENDED`] in a process
+/// that has run any number of threads. Written to the log with the final snapshot (the process's
+/// resident memory is no measure of it: see docs/SAMPLING.md, "Threads that come and go").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// Thread states alive (each with its call tree).
+    pub states: usize,
+    /// Threads listed one by one in the profile, and how many of them have ended.
+    pub listed: usize,
+    pub ended: usize,
+    /// Threads folded into the `[N ended threads]` aggregate (they hold nothing of their own).
+    pub folded: u64,
+    /// Entries of the OS-thread-id map, and names that arrived before their thread's state (by OS
+    /// thread id and by runtime thread id).
+    pub thread_ids: usize,
+    pub names_waiting: usize,
+}
+
+impl std::fmt::Display for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Held { states, listed, ended, folded, thread_ids, names_waiting } = self;
+        write!(
+            f,
+            "{states} thread states ({listed} listed, {ended} of them ended; {folded} threads folded), \
+             {thread_ids} thread ids, {names_waiting} names waiting for their thread"
+        )
+    }
+}
+
+/// What the agent holds for threads now ([`Held`]).
+pub fn held() -> Held {
+    let registry = registry();
+    Held {
+        states: STATES_ALIVE.load(Relaxed),
+        listed: registry.threads.len(),
+        ended: registry.ended.len(),
+        folded: registry.aggregate.as_ref().map_or(0, |a| a.merged_threads()),
+        thread_ids: registry.by_tid.len(),
+        names_waiting: registry.names.len() + registry.pending_names.len(),
+    }
+}
+
 /// Runs `f` with this thread's hooks recording into `state`, which is not registered (used by the
 /// hook-cost calibration so its fake calls never reach a profile).
 pub fn with_private_state<R>(state: &'static ThreadState, f: impl FnOnce() -> R) -> R {
@@ -324,8 +370,15 @@ pub fn with_private_state<R>(state: &'static ThreadState, f: impl FnOnce() -> R)
     result
 }
 
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        STATES_ALIVE.fetch_sub(1, Relaxed);
+    }
+}
+
 impl ThreadState {
     pub fn new(os_tid: u32) -> Self {
+        STATES_ALIVE.fetch_add(1, Relaxed);
         ThreadState {
             os_tid,
             tree: CallTree::new(),
