@@ -161,6 +161,7 @@ impl Renderer for JsonRenderer {
                 })
             }),
             allocation_sampling: allocations.sampling.as_str(),
+            allocations_exact: allocations.exact_by_type,
             allocations: Seq(|| {
                 allocations.by_type.iter().map(|a| AllocationView {
                     r#type: &a.type_name,
@@ -254,6 +255,7 @@ struct Report<'a, T, M, N, E, C, A, L, X, V> {
     jit: JitView,
     modules: L,
     allocation_sampling: &'static str,
+    allocations_exact: bool,
     allocations: A,
     #[serde(skip_serializing_if = "Option::is_none")]
     call_trace: Option<CallTraceView<X>>,
