@@ -1,6 +1,6 @@
 // Churn.cs: a program that creates and retires threads all day, as services do. It starts
-// THREADS short-lived threads one after the other (each spins for WORK_US microseconds of its own
-// CPU time, then ends), printing its resident memory (VmRSS) after 1,000 threads and after the
+// THREADS short-lived threads one after the other (each allocates an array, as any thread does
+// some, spins for WORK_US microseconds of its own CPU time, then ends), printing its resident memory (VmRSS) after 1,000 threads and after the
 // last one, then works for HOT_MS milliseconds of CPU time on one more thread, in a method of its
 // own (HotLoopOfChurn), and prints the CPU time that thread used.
 // Usage: Churn.exe [THREADS=1100] [WORK_US=200] [HOT_MS=1000]
@@ -17,6 +17,7 @@ namespace Acme
     static class Churn
     {
         static double sink;
+        static object last;
 
         [StructLayout(LayoutKind.Sequential)]
         struct Timespec
@@ -90,7 +91,11 @@ namespace Acme
             long hotNs = (args.Length > 2 ? long.Parse(args[2]) : 1000) * 1000000;
             for (int t = 1; t <= threads; t++)
             {
-                var th = new Thread(() => LittleWork(workNs));
+                var th = new Thread(() =>
+                {
+                    last = new long[4];
+                    LittleWork(workNs);
+                });
                 th.Name = "churn-" + t;
                 th.Start();
                 th.Join();

@@ -17,6 +17,8 @@
 //! A collection counts (and its pauses with it) once it has finished: one still running at the
 //! last snapshot is left out, and the totals always equal the sum of the records.
 
+mod by_type;
+
 use crate::tree::{clock, threads};
 use sonde_profile::{
     AllocSampling, AllocationCount, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary, Loading, Mode,
@@ -25,7 +27,7 @@ use sonde_profile::{
 use sonde_protocol::config::EventKinds;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 #[derive(Default)]
 struct State {
@@ -222,7 +224,15 @@ pub fn gc_finished(heap_bytes: u64) {
 /// The events so far, all of them at one instant, for a snapshot (the per-node ones are the
 /// threads': `ThreadState::events`).
 pub fn snapshot() -> RuntimeEvents {
-    with(|s| s.events.clone())
+    let mut events = with(|s| s.events.clone());
+    if EVERY.load(Relaxed) {
+        let allocations = &mut events.allocations;
+        allocations.by_type = by_type::snapshot();
+        allocations.exact_by_type = true;
+        allocations.samples =
+            if EXACT.load(Relaxed) { allocations.by_type.iter().map(|a| a.count).sum() } else { SAMPLED.load(Relaxed) };
+    }
+    events
 }
 
 thread_local! {
@@ -288,6 +298,11 @@ pub fn module_loaded(name: String, path: String) {
     });
 }
 
+/// Threads counting their allocations in a table of their own now ([`by_type`]).
+pub fn allocation_tables() -> usize {
+    by_type::tables()
+}
+
 /// How the backend counts allocations (set once, at start-up, when it records them).
 pub fn set_allocation_sampling(sampling: AllocSampling, sample_bytes: u64) {
     with(|s| {
@@ -321,43 +336,56 @@ pub fn allocated(key: usize, name: impl FnOnce() -> Option<String>, bytes: u64, 
     });
 }
 
-/// Every allocation is counted (`--alloc-sampling exact`): set once, at start-up.
-static EXACT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The runtime reports every allocation (Mono; CoreCLR in exact mode), so the totals by type are
+/// counted exactly ([`by_type`]): set once, at start-up.
+static EVERY: AtomicBool = AtomicBool::new(false);
+/// Every allocation also counts per node, in tracing mode (`--alloc-sampling exact`).
+static EXACT: AtomicBool = AtomicBool::new(false);
+/// Allocations the per-byte sampler picked ([`sample_allocation`]), when not [`EXACT`].
+static SAMPLED: AtomicU64 = AtomicU64::new(0);
 
-/// Counts every allocation from now on ([`each_allocation`]); `mean` is the sampler's mean for
-/// the stacks of sampling mode.
+/// Counts every allocation from now on (`--alloc-sampling exact`: [`each_allocation`]); `mean`
+/// is the sampler's mean for the stacks of sampling mode.
 pub fn set_exact_allocations(mean: u64) {
+    EVERY.store(true, Relaxed);
     EXACT.store(true, Relaxed);
     set_allocation_sampling(AllocSampling::Exact, set_sample_bytes(mean));
 }
 
+/// The runtime reports every allocation, and the stacks are sampled (Mono's default): the totals
+/// by type are counted exactly from every event, the figures per node are estimated from a sample
+/// every `mean` bytes ([`each_allocation`]).
+pub fn set_sampled_allocations(mean: u64) {
+    EVERY.store(true, Relaxed);
+    set_allocation_sampling(AllocSampling::Sampled, set_sample_bytes(mean));
+}
+
 /// One allocation of `size` bytes of type `key`, from a runtime that reports each one (Mono's
 /// allocation event; CoreCLR's `ObjectAllocated` in exact mode), on the allocating thread.
-/// Sampled (the default): Sonde's per-byte sampler picks some and weighs them
-/// ([`sample_allocation`]). Exact: every allocation counts by type, and in tracing mode to the
-/// thread's innermost traced call; in sampling mode the stacks still come from the sampler (a
-/// walk per allocation would cost more than the allocation many times over), so the per-node
-/// figures are estimates beside exact totals by type.
+/// Every allocation counts by type, exactly and without a lock ([`by_type`]: a look-up and two
+/// atomic additions). The stacks: Sonde's per-byte sampler picks some allocations and weighs
+/// them ([`sample_allocation`]) — a walk per allocation would cost more than the allocation many
+/// times over — so the figures per node are estimates; in exact mode in tracing mode every
+/// allocation counts to the thread's innermost traced call instead.
 pub fn each_allocation(
     key: usize,
     name: impl FnOnce() -> Option<String>,
     size: u64,
     walk: impl FnOnce(&mut Vec<u64>) -> bool,
 ) {
-    if !EXACT.load(Relaxed) {
-        let Some((alloc_bytes, alloc_count)) = sample_allocation(size) else { return };
-        allocated(key, name, alloc_bytes, alloc_count);
-        attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk);
-        return;
+    if !by_type::add(key, size) {
+        by_type::add_first(key, name, size);
     }
-    allocated(key, name, size, 1);
+    let exact = EXACT.load(Relaxed);
     let counts = match crate::session::mode() {
-        Some(Mode::Tracing) => Some((size, 1)),
+        Some(Mode::Tracing) if exact => Some((size, 1)),
         _ => sample_allocation(size),
     };
-    if let Some((alloc_bytes, alloc_count)) = counts {
-        attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk);
+    let Some((alloc_bytes, alloc_count)) = counts else { return };
+    if !exact {
+        SAMPLED.fetch_add(1, Relaxed);
     }
+    attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk);
 }
 
 /// Mean bytes between two samples of Sonde's own allocation sampler ([`sample_allocation`]):

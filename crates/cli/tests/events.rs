@@ -251,6 +251,8 @@ fn allocations_match_the_program(rt: Runtime) {
         let run = AllocRun::record(rt, mode, &["--events", "all"]);
         let (what, report) = (&run.what, &run.report);
         assert_eq!(str_of(report, "allocation_sampling"), "sampled", "{what}");
+        // Mono reports every allocation: its totals by type are counts, not estimates.
+        assert_eq!(report["allocations_exact"], rt == Runtime::Mono, "{what}");
         for (method, type_name, objects) in ALLOCATED {
             let truth = run.truth(method);
             let (bytes, count) = run.of_type(type_name);
@@ -274,6 +276,49 @@ fn allocations_match_the_program(rt: Runtime) {
 
 on_both_runtimes!(allocations_match_the_program);
 
+/// Mono reports every allocation to the profiler whether Sonde samples or not, so in the default
+/// mode the totals by type count each one exactly (`allocations_exact`), while the figures per
+/// method stay estimates from the sampled stacks. Alloc.exe's `AllocateSmall` makes exactly
+/// 1,000,000 `Acme.Small`, and nothing else makes one: 1,000,000 objects of 24 bytes — Mono's
+/// size for it (`mono_object_get_size`: an object header of two pointers, then two ints) — and
+/// its byte arrays and strings are all there, beside the few the runtime allocates itself.
+#[test]
+fn mono_counts_every_allocation_by_type() {
+    let rt = Runtime::Mono;
+    for mode in ["sampling", "tracing"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("alloc.sonde");
+        let args = record_args(&file, &["--mode", mode, "--events", "alloc"], &rt.app_command("Alloc", &["alloc"]));
+        let out = Running::spawn(sonde(), &args).wait(DEADLINE);
+        let what = format!("Mono {mode}:\n{}", out.describe());
+        assert_eq!(out.code(), 0, "{what}");
+        let report = report_json(&file);
+        check_invariants(&report);
+        assert_eq!(str_of(&report, "allocation_sampling"), "sampled", "{what}");
+        assert_eq!(report["allocations_exact"], true, "{what}");
+        let of_type = |name: &str| {
+            let a = arr(&report, "allocations").iter().find(|a| str_of(a, "type") == name);
+            a.map(|a| (u64_of(a, "bytes"), u64_of(a, "count"))).unwrap_or_else(|| panic!("{what}: no {name}"))
+        };
+        let header = 2 * std::mem::size_of::<usize>() as u64;
+        assert_eq!(of_type("Acme.Small"), (1_000_000 * (header + 8), 1_000_000), "{what}");
+        let stdout = out.stdout_str();
+        for (method, type_name, objects) in ALLOCATED {
+            let (bytes, count) = of_type(type_name);
+            let prefix = format!("bytes {method} ");
+            let truth: u64 =
+                stdout.lines().find_map(|l| l.strip_prefix(&prefix)).expect("a bytes line").parse().unwrap();
+            assert!(count >= objects && within(count, objects, 0.02), "{what}: {type_name}: {count} objects");
+            // The sizes are Mono's (`mono_object_get_size`: a string of 1,000 chars is 2,022
+            // bytes, which the heap rounds up to 2,024; `GetAllocatedBytesForCurrentThread`
+            // counts what the heap hands out).
+            assert!(within(bytes, truth, 0.001), "{what}: {type_name} {bytes} bytes, {method} allocated {truth}");
+        }
+        let text = report_text(&file).stdout_str();
+        assert!(text.contains("every one counted (by method: estimated from"), "{what}\n{text}");
+    }
+}
+
 /// `--alloc-sampling exact` counts every allocation: each type's objects and bytes exactly as
 /// the program made them, and in tracing mode each method's too; in sampling mode the stacks are
 /// still sampled (estimates within 10%, at five standard deviations).
@@ -284,6 +329,7 @@ fn exact_allocations_count_every_object(rt: Runtime) {
         let run = AllocRun::record(rt, mode, &["--alloc-sampling", "exact"]);
         let (what, report) = (&run.what, &run.report);
         assert_eq!(str_of(report, "allocation_sampling"), "exact", "{what}");
+        assert_eq!(report["allocations_exact"], true, "{what}");
         let tracing = mode == "tracing";
         for (method, type_name, objects) in ALLOCATED {
             let truth = run.truth(method);

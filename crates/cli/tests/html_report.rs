@@ -160,6 +160,7 @@ fn nasty_events() -> RuntimeEvents {
             sample_bytes: 102_400,
             samples: 3,
             by_type: vec![AllocationCount { type_name: NASTY_TYPE.into(), bytes: 307_200, count: 30 }],
+            exact_by_type: false,
         },
         nodes: vec![
             NodeEvents { node: 2, alloc_bytes: 307_200, alloc_count: 30, wait_ns: 0, exceptions_thrown: 2 },

@@ -80,7 +80,8 @@ fn held(log: &str, line: &str, label: &str) -> u64 {
 /// After 5,000 threads started and ended one after the other, under either mode, the agent holds
 /// nothing per ended thread: as it says in its log with the final snapshot, its thread states
 /// (each with a call tree) are the live threads', the last `KEPT_ENDED` (100) ended ones' and the
-/// aggregate's, and its maps of thread ids and names hold no more — whatever the scheduling.
+/// aggregate's, its maps of thread ids and names hold no more, nor its threads' tables of
+/// allocations by type — whatever the scheduling.
 ///
 /// Churn.exe also prints its resident memory (after a full collection, with malloc's free memory
 /// given back) after 1,000 threads and after 5,000. That is a coarse guard only, not the measure:
@@ -92,11 +93,15 @@ fn held(log: &str, line: &str, label: &str) -> u64 {
 /// the runtime itself grows ~2.5 MB on CoreCLR, ~1 MB on Mono; before ended threads were folded
 /// and slots reused, ~210 MB — which the 32 MB bound still catches.
 fn memory_does_not_grow_with_ended_threads(rt: Runtime) {
-    for mode in ["sampling", "tracing"] {
+    // On Mono also with allocations, which each thread counts by type in a table of its own
+    // (not on CoreCLR, where they need the EventPipe session and its ~52 KB per thread: docs/EVENTS.md).
+    let alloc: &[(&str, &[&str])] = if rt == Runtime::Mono { &[("sampling", &["--events", "alloc"])] } else { &[] };
+    for &(mode, events) in [("sampling", &[][..]), ("tracing", &[][..])].iter().chain(alloc) {
         let dir = tmp();
         let file = dir.path().join("churn.sonde");
         let log = dir.path().join("agent.log");
-        let opts = ["--mode", mode, "--agent-log", log.to_str().unwrap()];
+        let opts: Vec<&str> =
+            ["--mode", mode, "--agent-log", log.to_str().unwrap()].into_iter().chain(events.iter().copied()).collect();
         let out = rt.record_app(&file, &opts, "Churn", &["5000", "200", "10"]);
         assert_eq!(out.code(), 0, "{mode}: {}", out.describe());
         let log = std::fs::read_to_string(&log).unwrap_or_default();
@@ -110,6 +115,8 @@ fn memory_does_not_grow_with_ended_threads(rt: Runtime) {
         assert!(ids <= bound, "{mode}: {ids} thread ids held after 5,000 threads:\n{log}");
         let names = held(": held at the end:", "names waiting");
         assert!(names <= 16, "{mode}: {names} thread names held after 5,000 threads:\n{log}");
+        let tables = held(": held at the end:", "allocation tables");
+        assert!(tables <= 16, "{mode} {events:?}: {tables} threads' allocation tables held:\n{log}");
         if rt == Runtime::Mono {
             let ids = held("Mono's threads held at the end:", "thread ids");
             let names = held("Mono's threads held at the end:", "names waiting");

@@ -142,7 +142,10 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         exceptions: snapshot.events.exceptions.clone(),
         catches_counted: snapshot.events.catches_counted,
         gc: snapshot.events.gc.clone(),
-        allocations: snapshot.allocations.clone(),
+        allocations: sonde_profile::Allocations {
+            exact_by_type: snapshot.allocations_exact_by_type,
+            ..snapshot.allocations.clone()
+        },
         nodes: node_events,
         loading: Loading { precompiled: snapshot.precompiled.clone(), ..snapshot.loading.clone() },
         timeline: snapshot.timeline.clone(),

@@ -27,6 +27,7 @@
 //! | `attach` | `RunInfo::attach` ([`crate::model::Attach`]) | version 2 |
 //! | `events` | `Profile::events` ([`crate::model::RuntimeEvents`]): exceptions, catches counted, collections | version 2 |
 //! | `allocations` | `RuntimeEvents::allocations` ([`crate::model::Allocations`]) | version 2 |
+//! | `allocations_exact` | `Allocations::exact_by_type` (the totals by type count every allocation) | version 2 |
 //! | `node_events` | `RuntimeEvents::nodes` ([`crate::model::NodeEvents`] per node) | version 2 |
 //! | `loading` | `RuntimeEvents::loading` ([`crate::model::Loading`]: JIT, modules) | version 2 |
 //! | `timeline` | `RuntimeEvents::timeline` ([`crate::model::Timeline`]: throws, compilations) | version 2 |
@@ -171,6 +172,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if events.allocations != Allocations::default() {
         list.push(("allocations".to_string(), encode(&events.allocations)));
     }
+    if events.allocations.exact_by_type {
+        list.push(("allocations_exact".to_string(), encode(&true)));
+    }
     if !events.nodes.is_empty() {
         list.push(("node_events".to_string(), encode(&events.nodes)));
     }
@@ -224,7 +228,13 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
                 profile.events.catches_counted = catches_counted;
                 profile.events.gc = gc;
             }
-            "allocations" => profile.events.allocations = postcard::from_bytes(bytes)?,
+            "allocations" => {
+                // Its own extension carries `exact_by_type` (read before or after this one).
+                let exact_by_type = profile.events.allocations.exact_by_type;
+                profile.events.allocations = postcard::from_bytes(bytes)?;
+                profile.events.allocations.exact_by_type = exact_by_type;
+            }
+            "allocations_exact" => profile.events.allocations.exact_by_type = postcard::from_bytes(bytes)?,
             "node_events" => profile.events.nodes = postcard::from_bytes(bytes)?,
             "loading" => {
                 // Its own extension carries `precompiled` (read before or after this one).

@@ -622,7 +622,7 @@ pub struct ModuleLoad {
     pub loaded_ns: u64,
 }
 
-/// Allocations, all threads: how they were counted and the estimated totals per type.
+/// Allocations, all threads: how they were counted and the totals per type.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocations {
     pub sampling: AllocSampling,
@@ -631,9 +631,14 @@ pub struct Allocations {
     pub sample_bytes: u64,
     /// Allocations the agent sampled (every one, exact).
     pub samples: u64,
-    /// Estimated totals per type (exact counts in exact mode), in the order each type was first
-    /// seen.
+    /// Totals per type — estimated, or exact when [`Allocations::exact_by_type`] — in the order
+    /// each type was first seen.
     pub by_type: Vec<AllocationCount>,
+    /// `by_type` counts every allocation, exactly: the runtime reported each one (Mono always;
+    /// CoreCLR in exact mode), whatever `sampling` says of the figures per node (the file's
+    /// `allocations_exact` extension, hence `skip` in `allocations`).
+    #[serde(skip)]
+    pub exact_by_type: bool,
 }
 
 /// How allocations were counted.

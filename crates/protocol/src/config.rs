@@ -30,12 +30,15 @@ pub const ENV_BENCH_HOOKS: &str = "SONDE_BENCH_HOOKS";
 pub const ENV_CPU_TIMERS: &str = "SONDE_CPU_TIMERS";
 /// `1`: on Mono, count caught exceptions too (`sonde record --catches`). Off by default: Mono then
 /// raises a clause event for every `finally` block the program runs, thrown or not (about 11 ns
-/// each: a `lock`- or `using`-heavy loop ran twice as slow). See docs/EVENTS.md.
+/// each: a `lock`- or `using`-heavy loop ran twice as slow). See docs/EVENTS.md. Not in
+/// [`ALL_VARS`]: set in `sonde`'s own environment, the way before `--catches`, it still passes
+/// through to a program any command starts.
 pub const ENV_MONO_CATCHES: &str = "SONDE_MONO_CATCHES";
 
 /// Mean bytes between two allocation samples where Sonde samples allocations itself (Mono; on
 /// CoreCLR the runtime's allocation tick decides, every ~100 KB). Tests set it lower for tighter
-/// estimates; not in [`ALL_VARS`]: it passes through from `sonde`'s own environment.
+/// estimates; not in [`ALL_VARS`], like [`ENV_MONO_CATCHES`]: it passes through from `sonde`'s
+/// own environment.
 pub const ENV_ALLOC_SAMPLE_BYTES: &str = "SONDE_ALLOC_SAMPLE_BYTES";
 pub const DEFAULT_ALLOC_SAMPLE_BYTES: u64 = 100 * 1024;
 
@@ -80,7 +83,6 @@ pub const ALL_VARS: &[&str] = &[
     ENV_NATIVE_HOOKS,
     ENV_CALL_TRACE,
     ENV_INJECT,
-    ENV_MONO_CATCHES,
 ];
 
 /// Which of the runtime's events a recording counts (`docs/EVENTS.md`). Each kind costs nothing

@@ -144,7 +144,9 @@ mod tests {
                     bytes: 100_000,
                     count: 3,
                 }],
+                exact_by_type: false,
             },
+            allocations_exact_by_type: true,
             timeline: sonde_profile::Timeline {
                 events: vec![sonde_profile::TimelineEvent {
                     kind: sonde_profile::TimelineKind::Exception { type_index: 0 },

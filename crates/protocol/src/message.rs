@@ -186,6 +186,9 @@ pub struct Snapshot {
     pub events: RuntimeEvents,
     /// Allocations by type so far.
     pub allocations: Allocations,
+    /// `allocations.by_type` counts every allocation exactly ([`Allocations::exact_by_type`],
+    /// which the encoding of `Allocations` skips).
+    pub allocations_exact_by_type: bool,
     /// JIT compilations and module loads so far.
     pub loading: Loading,
     /// The timeline's events so far.

@@ -164,6 +164,7 @@ impl Renderer for JsonRenderer {
             }),
             precompiled: &profile.events.loading.precompiled,
             allocation_sampling: allocations.sampling.as_str(),
+            allocations_exact: allocations.exact_by_type,
             allocations: Seq(|| {
                 allocations.by_type.iter().map(|a| AllocationView {
                     r#type: &a.type_name,
@@ -261,6 +262,7 @@ struct Report<'a, T, M, N, E, C, A, L, X, V> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     precompiled: &'a [String],
     allocation_sampling: &'static str,
+    allocations_exact: bool,
     allocations: A,
     runtime_work: RuntimeWorkView<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -355,8 +355,10 @@ fn allocations(out: &mut impl Write, view: &View) -> io::Result<()> {
     }
     let total: u64 = allocations.by_type.iter().map(|a| a.bytes).sum();
     let objects: u64 = allocations.by_type.iter().map(|a| a.count).sum();
-    let estimate = match allocations.sampling {
-        sonde_profile::AllocSampling::Exact => String::new(),
+    let estimate = match (allocations.sampling, allocations.exact_by_type) {
+        (sonde_profile::AllocSampling::Exact, _) => String::new(),
+        // Mono reports every allocation: the types' figures are counts, the methods' estimates.
+        (_, true) => format!(", every one counted (by method: estimated from {} samples)", count(allocations.samples)),
         _ => format!(", estimated from {} samples", count(allocations.samples)),
     };
     let mut ranked: Vec<_> = allocations.by_type.iter().collect();

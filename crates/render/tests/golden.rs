@@ -209,6 +209,7 @@ fn sampling_profile() -> Profile {
             AllocationCount { type_name: "System.Byte[]".into(), bytes: 300 * 1024, count: 300 },
             AllocationCount { type_name: "Acme.Token\u{1b}]0;owned\u{7}".into(), bytes: 100 * 1024, count: 4_266 },
         ],
+        exact_by_type: false,
     };
     events.loading = Loading {
         methods_compiled: 321,
@@ -393,7 +394,7 @@ fn json_parses_back_with_the_contract_keys_in_order() {
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
             "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
             "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
-            "exceptions", "gc", "jit", "modules", "allocation_sampling", "allocations", "runtime_work",
+            "exceptions", "gc", "jit", "modules", "allocation_sampling", "allocations_exact", "allocations", "runtime_work",
         ]);
         assert_eq!(keys(&json["jit"]), ["methods_compiled", "jit_ns"]);
         assert_eq!(keys(&json["runtime_work"]), ["jit", "gc", "type_load"]);

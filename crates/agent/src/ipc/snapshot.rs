@@ -87,6 +87,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
         stacks_walked: crate::session::stacks_walked(),
         events,
+        allocations_exact_by_type: allocations.exact_by_type,
         allocations,
         loading,
         timeline,

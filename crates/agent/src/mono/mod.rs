@@ -15,7 +15,7 @@
 //!   sampler thread, aborts the process).
 //! * **Enter/leave** receive the `MonoMethod*` (as a `MethodKey`; Mono calls them through
 //!   `mono_profiler_raise_method_enter`, from code the JIT emitted), so each looks its method id
-//!   up in a lock-free table (`ids.rs`) and then does what the CoreCLR hooks do: the call tree's
+//!   up in a lock-free table (`tree/ids.rs`) and then does what the CoreCLR hooks do: the call tree's
 //!   fast path (`CallTree::enter_fast`/`leave_fast`, with an `rdtsc` tick), else its guarded slow
 //!   path. Exceptional exits and tail calls close the frame like a leave. Mono does not inline a
 //!   method it instruments, so counts are exact without a flag.
@@ -32,7 +32,6 @@
 //! names at JIT time (`jit_done`), stacks from Mono's async-safe walk in its signal handler.
 
 pub mod coverage;
-mod ids;
 pub mod precompiled;
 mod sampling;
 
@@ -42,10 +41,11 @@ use crate::ipc::link::SnapshotFacts;
 use crate::log::log;
 use crate::session::{self, RuntimeId, StartError};
 use crate::tree::methods::methods;
+// `ids` is named here so that `sampling` finds it as `super::ids`.
+use crate::tree::ids::{self, MethodIds};
 use crate::tree::{clock, threads};
-use ids::MethodIds;
 use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, Object, Profiler, invoke};
-use sonde_profile::{AllocSampling, GcReason, Mode, NodeEvents, Timing};
+use sonde_profile::{GcReason, Mode, NodeEvents, Timing};
 use sonde_protocol::AgentConfig;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -134,8 +134,7 @@ fn set_events(profiler: &Profiler, config: &AgentConfig) {
         } else if config.alloc_exact {
             events::set_exact_allocations(config.alloc_sample_bytes);
         } else {
-            let mean = events::set_sample_bytes(config.alloc_sample_bytes);
-            events::set_allocation_sampling(AllocSampling::Sampled, mean);
+            events::set_sampled_allocations(config.alloc_sample_bytes);
         }
     }
     if config.events.contention {

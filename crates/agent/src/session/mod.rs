@@ -304,7 +304,7 @@ pub fn final_snapshot(why: &str) {
         log!("{}", sampling::module_files::unasked_summary());
     }
     threads::fold_ended();
-    log!("held at the end: {}", threads::held());
+    log!("held at the end: {}, {} allocation tables", threads::held(), crate::events::allocation_tables());
     let sent = session.link.send_snapshot(session.facts, true, Patience::EXIT);
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
 }

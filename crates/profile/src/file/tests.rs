@@ -67,6 +67,7 @@ fn extensions_round_trip_and_unknown_ones_are_skipped() {
         sample_bytes: 100_000,
         samples: 2,
         by_type: vec![AllocationCount { type_name: "System.Byte[]".into(), bytes: 200_000, count: 20 }],
+        exact_by_type: true,
     };
     profile.events.nodes = vec![
         NodeEvents { node: 0, exceptions_thrown: 3, ..Default::default() },

@@ -213,7 +213,11 @@ fn events(out: &mut impl Write, events: &RuntimeEvents) -> io::Result<()> {
     let alloc = &events.allocations;
     out.write_all(b"\"events\":{\"alloc\":{\"sampling\":")?;
     string(out, alloc.sampling.as_str())?;
-    write!(out, ",\"sample_bytes\":{},\"samples\":{},\"types\":[", alloc.sample_bytes, alloc.samples)?;
+    write!(
+        out,
+        ",\"exact_by_type\":{},\"sample_bytes\":{},\"samples\":{},\"types\":[",
+        alloc.exact_by_type, alloc.sample_bytes, alloc.samples
+    )?;
     for (i, t) in alloc.by_type.iter().enumerate() {
         out.write_all(if i > 0 { b",\n[" } else { b"\n[" })?;
         string(out, &t.type_name)?;

@@ -135,11 +135,14 @@ const Events = (() => {
       tr.append(el('td', 'num', count > 0 ? fmtBytes(bytes / count) : '-'));
       body.append(tr);
     }
+    const sampled = 'estimated from ' + fmtCount(alloc.samples) + ' samples, about one per ' + fmtBytes(alloc.sample_bytes) + ' allocated';
     const how =
       alloc.sampling === 'exact'
         ? 'every allocation counted'
         : alloc.sampling === 'sampled'
-          ? 'estimated from ' + fmtCount(alloc.samples) + ' samples, about one per ' + fmtBytes(alloc.sample_bytes) + ' allocated'
+          ? alloc.exact_by_type
+            ? 'every allocation counted by type; the tree ' + sampled
+            : sampled
           : 'not recorded (sonde record --events alloc)';
     $('alloc-info').textContent = fmtBytes(whole) + ' in ' + fmtCount(types.length) + (types.length === 1 ? ' type' : ' types') + ' · ' + how;
   }

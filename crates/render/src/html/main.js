@@ -129,7 +129,7 @@ const Main = (() => {
     if (compiled > 0) facts.push(['JIT', fmtCount(compiled) + ' methods in ' + fmtDuration(jitNs)]);
     let allocated = 0;
     for (const [, bytes] of ev.alloc.types) allocated += bytes;
-    if (ev.alloc.sampling !== 'off') facts.push(['Allocated', fmtBytes(allocated) + (ev.alloc.sampling === 'sampled' ? ' (estimated)' : '')]);
+    if (ev.alloc.sampling !== 'off') facts.push(['Allocated', fmtBytes(allocated) + (ev.alloc.sampling === 'sampled' && !ev.alloc.exact_by_type ? ' (estimated)' : '')]);
     return facts;
   }
 

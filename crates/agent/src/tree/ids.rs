@@ -1,16 +1,18 @@
-//! `MonoMethod*` → method id, readable from the hot path without a lock.
+//! Pointer-sized runtime handles → small ids, readable from a hot path without a lock: Mono's
+//! `MonoMethod*` → method id (its enter/leave callbacks get only the pointer, where CoreCLR hands
+//! the hooks the id its function-ID mapper returned), Mono's code starts → compiled-method index
+//! (sampling), a class handle → its allocation counter (`events::by_type`, on every allocation).
 //!
-//! CoreCLR hands the hooks the id its function-ID mapper returned; Mono's enter/leave callbacks
-//! only get the `MonoMethod*`. So every traced call looks its method up here: an open-addressing
-//! table (linear probing, multiplicative hash of the pointer) whose slots are atomics — a hash, a
-//! load or two, no lock, no allocation.
+//! An open-addressing table (linear probing, multiplicative hash of the pointer) whose slots are
+//! atomics — a hash, a load or two, no lock, no allocation.
 //!
-//! Writers (the call-instrumentation filter, at JIT time) serialise on a mutex. A table never
-//! fills past half, so a probe always meets an empty slot. Growing builds the next, twice as large
-//! table, copies every entry and publishes it; the old table stays readable (a reader may be in
-//! it) and is simply kept, so memory is at most twice the live table. A key is stored after its id
-//! (`Release`), and readers load keys with `Acquire`, so a reader that sees a key sees its id.
-//! A method is inserted before its code first runs, so no call misses its own method.
+//! Writers (the call-instrumentation filter at JIT time, a class's first allocation) serialise on
+//! a mutex. A table never fills past half, so a probe always meets an empty slot. Growing builds
+//! the next, twice as large table, copies every entry and publishes it; the old table stays
+//! readable (a reader may be in it) and is simply kept, so memory is at most twice the live table.
+//! A key is stored after its id (`Release`), and readers load keys with `Acquire`, so a reader that
+//! sees a key sees its id. A method is inserted before its code first runs, so no call misses its
+//! own method.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
@@ -18,7 +20,7 @@ use std::sync::{Mutex, OnceLock};
 /// The first table holds 2^FIRST_BITS slots; table `i` holds twice as many as table `i - 1`.
 const FIRST_BITS: u32 = 12;
 const MAX_TABLES: usize = 20;
-/// Key of an empty slot (no `MonoMethod*` is null).
+/// Key of an empty slot (no handle is null).
 const EMPTY: usize = 0;
 
 struct Table {
@@ -78,7 +80,10 @@ impl Table {
     }
 }
 
-pub struct MethodIds {
+/// The Mono backend's name for it (method and code-start keys).
+pub type MethodIds = KeyIds;
+
+pub struct KeyIds {
     tables: [OnceLock<Table>; MAX_TABLES],
     /// Index of the live table.
     live: AtomicUsize,
@@ -86,18 +91,18 @@ pub struct MethodIds {
     len: Mutex<usize>,
 }
 
-impl Default for MethodIds {
+impl Default for KeyIds {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl MethodIds {
-    pub const fn new() -> MethodIds {
-        MethodIds { tables: [const { OnceLock::new() }; MAX_TABLES], live: AtomicUsize::new(0), len: Mutex::new(0) }
+impl KeyIds {
+    pub const fn new() -> KeyIds {
+        KeyIds { tables: [const { OnceLock::new() }; MAX_TABLES], live: AtomicUsize::new(0), len: Mutex::new(0) }
     }
 
-    /// The id of `method`, if it has one. Lock-free; the hot path.
+    /// The id of `method` (any key), if it has one. Lock-free; the hot path.
     #[inline(always)]
     pub fn get(&self, method: usize) -> Option<u32> {
         self.tables.get(self.live.load(Acquire))?.get()?.get(method)
@@ -141,7 +146,7 @@ mod tests {
 
     #[test]
     fn finds_what_was_inserted_across_growth() {
-        let ids = MethodIds::new();
+        let ids = KeyIds::new();
         assert_eq!(ids.get(0x1000), None);
         let n = 20_000u32; // several doublings past the first table
         for i in 0..n {
@@ -156,7 +161,7 @@ mod tests {
 
     #[test]
     fn first_id_wins_and_null_is_refused() {
-        let ids = MethodIds::new();
+        let ids = KeyIds::new();
         assert!(ids.insert(0x40, 1));
         assert!(ids.insert(0x40, 2));
         assert_eq!(ids.get(0x40), Some(1));
@@ -166,7 +171,7 @@ mod tests {
 
     #[test]
     fn readers_run_while_a_writer_grows_the_table() {
-        static IDS: MethodIds = MethodIds::new();
+        static IDS: KeyIds = KeyIds::new();
         IDS.insert(0x10, 7);
         let reader = std::thread::spawn(|| {
             for _ in 0..200_000 {
