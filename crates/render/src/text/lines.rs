@@ -13,7 +13,10 @@ use crate::fmt::{Clean, count, percent};
 /// contains it.
 pub fn matching(profile: &Profile, query: &str) -> Vec<u32> {
     let ids = |keep: &dyn Fn(&str) -> bool| -> Vec<u32> {
+        // The runtime's own frames (`[jit] Lines.Work`, wrappers) have no lines of their own:
+        // `--lines Work` means the method, not the frame of its compilation.
         (0..profile.methods.len() as u32)
+            .filter(|&id| sonde_profile::Kind::of(&profile.methods[id as usize].name) != sonde_profile::Kind::Runtime)
             .filter(|&id| keep(&profile.methods[id as usize].name) || keep(&profile.display_name(id)))
             .collect()
     };
