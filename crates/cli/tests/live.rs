@@ -111,7 +111,8 @@ fn attaches_beyond_the_static_tls_reserve_are_refused_in_one_line() {
     let line = refusal.stderr_str();
     assert_eq!(line.lines().count(), 1, "{}", refusal.describe());
     assert!(line.contains(&format!("after {attached} earlier attaches")), "{}", refusal.describe());
-    assert!(attached >= 5, "only {attached} attaches: {line}");
+    // README, "attach limits": 4 with the agent's 344 bytes of thread-locals (5 at 328).
+    assert!(attached >= 4, "only {attached} attaches: {line}");
     stop_service(service, &stop);
 }
 

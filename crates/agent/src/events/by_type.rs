@@ -140,8 +140,12 @@ type LocalTable = Arc<[LocalSlot]>;
 /// counters.
 static LIVE: Mutex<Vec<LocalTable>> = Mutex::new(Vec::new());
 
-/// This thread's table, and how many of its slots are taken.
-struct Local {
+/// This thread's table, and how many of its slots are taken: boxed, so that the thread-local is
+/// one pointer (each copy of the agent an attach loads takes its thread-locals from glibc's small
+/// static reserve: README, "attach limits").
+struct Local(Box<LocalState>);
+
+struct LocalState {
     table: LocalTable,
     taken: Cell<usize>,
 }
@@ -155,7 +159,7 @@ impl Local {
     fn register() -> Local {
         let table: LocalTable = (0..LOCAL_SLOTS).map(|_| LocalSlot::default()).collect();
         LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(table.clone());
-        Local { table, taken: Cell::new(0) }
+        Local(Box::new(LocalState { table, taken: Cell::new(0) }))
     }
 
     #[inline(always)]
@@ -164,7 +168,7 @@ impl Local {
         // Fibonacci hashing of the handle, as in `KeyIds`.
         let mut at = ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - LOCAL_SLOTS.trailing_zeros())) as usize;
         loop {
-            let Some(slot) = self.table.get(at) else { return add_shared(key, size) };
+            let Some(slot) = self.0.table.get(at) else { return add_shared(key, size) };
             match slot.key.load(Relaxed) {
                 k if k == key => {
                     slot.add(size);
@@ -182,14 +186,14 @@ impl Local {
     fn take(&self, slot: &LocalSlot, key: usize, size: u64) -> bool {
         let Some(index) = CLASSES.get(key).map(|id| id as usize - 1) else { return false };
         let Some(shared) = counter(index) else { return false };
-        if self.taken.get() * 2 >= LOCAL_SLOTS {
+        if self.0.taken.get() * 2 >= LOCAL_SLOTS {
             shared.add(size);
             return true;
         }
         slot.index.store(index as u32, Relaxed);
         slot.size.store(shared.size.load(Relaxed), Relaxed);
         slot.key.store(key, Release);
-        self.taken.set(self.taken.get() + 1);
+        self.0.taken.set(self.0.taken.get() + 1);
         slot.add(size);
         true
     }
@@ -201,13 +205,13 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        for slot in self.table.iter().filter(|s| s.key.load(Relaxed) != 0) {
+        for slot in self.0.table.iter().filter(|s| s.key.load(Relaxed) != 0) {
             if let Some(shared) = counter(slot.index.load(Relaxed) as usize) {
                 shared.count.fetch_add(slot.count.load(Relaxed), Relaxed);
                 shared.extra.fetch_add(slot.extra.load(Relaxed), Relaxed);
             }
         }
-        live.retain(|t| !Arc::ptr_eq(t, &self.table));
+        live.retain(|t| !Arc::ptr_eq(t, &self.0.table));
     }
 }
 
