@@ -380,6 +380,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 68);
+        assert_eq!(MonoApi::NAMES.len(), 69);
     }
 }
