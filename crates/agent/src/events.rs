@@ -377,7 +377,7 @@ pub fn each_allocation(
         by_type::add_first(key, name, size);
     }
     let exact = EXACT.load(Relaxed);
-    let counts = match crate::session::mode() {
+    let counts = match crate::base::running::mode() {
         Some(Mode::Tracing) if exact => Some((size, 1)),
         _ => sample_allocation(size),
     };
@@ -466,7 +466,7 @@ fn next_gap(state: &mut u64, mean: u64) -> i64 {
 /// when it cut the stack short), which the drain puts into the tree later. Runs on the thread
 /// the event happened on, never in a signal handler.
 pub fn attribute(counts: NodeEvents, walk: impl FnOnce(&mut Vec<u64>) -> bool) {
-    match crate::session::mode() {
+    match crate::base::running::mode() {
         Some(Mode::Tracing) => {
             if let Some(state) = threads::current_if_any() {
                 state.add_events(state.tree.current(), &counts);

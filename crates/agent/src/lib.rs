@@ -32,14 +32,14 @@
 //! the `dlopen` that keeps an attached agent mapped (`process::stay_loaded`). The COM plumbing
 //! lives in `sonde-clr`, Mono's in `sonde-mono`; the Mono backend has no `unsafe` of its own.
 
+pub mod base;
 pub mod calibration;
 pub mod coreclr;
 mod events;
+mod faults;
 mod ipc;
-mod log;
 mod mono;
 mod native;
-mod process;
 pub mod sampled_timing;
 pub mod sampling;
 pub mod session;
@@ -76,5 +76,5 @@ pub unsafe extern "C" fn mono_profiler_init_sonde(desc: *const c_char) {
         // SAFETY: Mono passes the NUL-terminated option value, valid during this call.
         unsafe { CStr::from_ptr(desc) }.to_string_lossy().into_owned()
     };
-    session::guarded((), || mono::init(&desc));
+    base::running::guarded((), || mono::init(&desc));
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 static STOP: AtomicBool = AtomicBool::new(false);
 
 pub fn start(interval: Duration) -> std::io::Result<()> {
-    crate::session::spawn_thread("sonde-sampler", move || run(interval))?;
+    crate::base::running::spawn_thread("sonde-sampler", move || run(interval))?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 //! and the chaining. The snapshot is built on an ordinary thread, which (like every agent thread)
 //! blocks these signals so a handler never waits for the thread it interrupted.
 
+use crate::base::running::{self, LAST_CHANCE_SIGNALS};
 use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::SeqCst};
@@ -20,8 +21,9 @@ use std::time::Instant;
 /// Signals after which the runtime will not call `Shutdown`: SIGHUP (the terminal closed, or
 /// `sonde` passing on its own) ends a .NET program at once on both runtimes. SIGTERM is one of
 /// them only on runtimes that leave it at its default action (Mono: the process just dies), see
-/// [`install`]; CoreCLR handles SIGTERM itself and shuts down cleanly. SIGTERM stays last.
-const SIGNALS: [libc::c_int; 5] = [libc::SIGINT, libc::SIGQUIT, libc::SIGABRT, libc::SIGHUP, libc::SIGTERM];
+/// [`install`]; CoreCLR handles SIGTERM itself and shuts down cleanly. Every agent thread blocks
+/// them (`running::spawn_thread`).
+const SIGNALS: [libc::c_int; 5] = LAST_CHANCE_SIGNALS;
 /// Longest a dying process is held back for its snapshot.
 const WAIT: Duration = Duration::from_secs(1);
 
@@ -42,19 +44,6 @@ static SENT: AtomicU64 = AtomicU64::new(0);
 static ABORTING: AtomicBool = AtomicBool::new(false);
 static PREVIOUS: [OnceLock<libc::sigaction>; 5] = [const { OnceLock::new() }; 5];
 
-/// Blocks [`SIGNALS`] on the calling thread (agent threads call this first).
-pub fn block_on_this_thread() {
-    // SAFETY: plain libc calls on a local, fully initialised signal set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for sig in SIGNALS {
-            libc::sigaddset(&mut set, sig);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-}
-
 /// Starts the snapshot thread (running `snapshot` on request) and installs the handlers for
 /// SIGINT, SIGQUIT, SIGABRT and SIGHUP, and SIGTERM with `sigterm` (for a runtime that leaves SIGTERM at
 /// its default action).
@@ -66,7 +55,7 @@ pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::
         return Err(std::io::Error::last_os_error());
     }
     let [read_fd, write_fd] = fds;
-    crate::session::spawn_thread("sonde-signal", move || {
+    running::spawn_thread("sonde-signal", move || {
         let mut byte = 0u8;
         // SAFETY: reads one byte into a local from a descriptor this thread owns.
         while unsafe { libc::read(read_fd, (&raw mut byte).cast(), 1) } == 1 {
@@ -103,7 +92,7 @@ pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::
 
 /// Asks the snapshot thread for a snapshot, without waiting (coalesced with pending requests).
 pub fn request_snapshot() {
-    if crate::process::forked_child() {
+    if crate::base::process::forked_child() {
         return;
     }
     if PENDING.swap(true, SeqCst) {
@@ -130,7 +119,7 @@ pub fn request_snapshot() {
 /// right after then keeps what the last snapshot held (the controller asks for one every
 /// second).
 pub fn exception_thrown(send_now: impl FnOnce()) {
-    if crate::process::forked_child() {
+    if crate::base::process::forked_child() {
         return;
     }
     let mut last = LAST_EXCEPTION_SNAPSHOT.lock().unwrap_or_else(|e| e.into_inner());
@@ -145,7 +134,7 @@ pub fn exception_thrown(send_now: impl FnOnce()) {
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    if crate::process::forked_child() {
+    if crate::base::process::forked_child() {
         // The pipe leads to the parent's snapshot thread: nothing to wait for here.
         chain(sig, info, context);
         return;

@@ -54,6 +54,7 @@ pub fn start(info: &ProfilerInfo, config: &AgentConfig) -> Result<SnapshotFacts,
     }
     info.set_event_mask(mask, 0).map_err(|e| StartError::runtime("SetEventMask", e))?;
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State::default());
+    crate::ipc::snapshot::contribute(contribute);
     Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false, mapped_files: false })
 }
 
@@ -137,18 +138,15 @@ pub fn leaders(body: &MethodBody) -> Result<Vec<u32>, sonde_il::Error> {
     Ok(leaders)
 }
 
-/// Every rewritten method's blocks and their counts so far (snapshots).
-pub fn snapshot() -> Vec<MethodBlocks> {
+/// Every rewritten method's blocks and their counts so far: each snapshot's coverage
+/// (a `snapshot::Contribution`, registered by [`start`]).
+fn contribute(snapshot: &mut sonde_protocol::Snapshot, _last: bool) {
     let state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(state) = state.as_ref() else { return Vec::new() };
-    state
-        .covered
-        .iter()
-        .map(|c| MethodBlocks {
-            method: c.method,
-            blocks: c.offsets.iter().zip(c.counters).map(|(&o, n)| (o, u64::from(n.load(Relaxed)))).collect(),
-        })
-        .collect()
+    let Some(state) = state.as_ref() else { return };
+    snapshot.coverage.extend(state.covered.iter().map(|c| MethodBlocks {
+        method: c.method,
+        blocks: c.offsets.iter().zip(c.counters).map(|(&o, n)| (o, u64::from(n.load(Relaxed)))).collect(),
+    }));
 }
 
 #[cfg(test)]

@@ -370,7 +370,7 @@ fn learn_shape(function: FunctionID, regions: &[(usize, usize)]) {
     for (start, end, shape) in ranges {
         if !SHAPES.insert(start, end, shape) {
             TABLE_FULL.store(true, Relaxed);
-            crate::log::log!(
+            crate::base::log::log!(
                 "sampling: the table of frameless and OSR code is full; later ones are walked by the frame-pointer chain"
             );
             return;

@@ -15,8 +15,8 @@
 //! Other architectures use `SetEnterLeaveFunctionHooks3WithInfo`, whose hooks are ordinary C
 //! functions (the runtime saves registers itself), at roughly twice the cost.
 
+use crate::base::running::guarded;
 use crate::calibration::{CostProbe, Floor};
-use crate::session::guarded;
 use crate::tree::clock;
 use crate::tree::threads;
 

@@ -215,7 +215,7 @@ impl Images {
             let image = self.images.entry(base).or_insert_with(|| {
                 let map = CodeMap::read(&mut |rva, buf| base.checked_add(rva as usize).is_some_and(|at| read(at, buf)));
                 if let Ok(Some(map)) = &map {
-                    crate::log::log!("ReadyToRun code: {path} at {base:#x}, {} runtime functions", map.len());
+                    crate::base::log::log!("ReadyToRun code: {path} at {base:#x}, {} runtime functions", map.len());
                 }
                 map.ok().flatten().map(|map| (base.saturating_add(map.size_of_image() as usize), map))
             });

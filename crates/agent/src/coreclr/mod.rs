@@ -20,10 +20,11 @@ mod images;
 pub mod inject;
 mod rewrite;
 
+use crate::base::log::log;
+use crate::base::running;
 use crate::calibration;
 use crate::events;
 use crate::ipc::link::SnapshotFacts;
-use crate::log::log;
 use crate::sampling;
 use crate::session::{self, ConfigSource, RuntimeId, StartError};
 use crate::tree::methods::methods;
@@ -58,7 +59,7 @@ impl ProfilerCallback for Clr {
         let info = INFO.get_or_init(|| info);
         let runtime = RuntimeId { kind: "coreclr", loaded_by: &loaded_by };
         let set_up = |config: &AgentConfig| {
-            inject::configure(config, None);
+            crate::faults::configure(config, None);
             match config.mode {
                 Mode::Tracing => start_tracing(info, config),
                 Mode::Sampling => start_sampling(info, config, false),
@@ -79,7 +80,7 @@ impl ProfilerCallback for Clr {
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<(), HResult> {
         let loaded_by = format!("CoreCLR attach (ICorProfilerInfo{})", info.version);
         let info = INFO.get_or_init(|| info);
-        if !crate::process::stay_loaded() {
+        if !crate::base::process::stay_loaded() {
             log!("cannot keep the agent loaded after a detach: refusing to attach");
             return Err(HResult(E_FAIL));
         }
@@ -97,7 +98,7 @@ impl ProfilerCallback for Clr {
                 Err(e) => log!("RequestProfilerDetach failed: {e}; the agent stays, inert"),
             }
         });
-        session::on_walk(|| walk_stacks(info));
+        crate::ipc::walk::on_walk(|| walk_stacks(info));
         Ok(())
     }
 
@@ -184,7 +185,7 @@ impl ProfilerCallback for Clr {
     }
 
     fn exception_thrown(&self, exception: ObjectID) {
-        inject::thrown();
+        crate::faults::thrown();
         if let (Some(_), Some(info)) = (session::get(), info()) {
             let class = info.class_of_object(exception).unwrap_or(0);
             events::exception_thrown(class, || info.class_name(class).ok());
@@ -198,7 +199,7 @@ impl ProfilerCallback for Clr {
 
     fn exception_catcher_enter(&self, function: FunctionID, exception: ObjectID) {
         let (Some(_), Some(info)) = (session::get(), info()) else { return };
-        inject::caught(|| inject::method_id(info, function));
+        crate::faults::caught(|| inject::method_id(info, function));
         let class = info.class_of_object(exception).unwrap_or(0);
         events::exception_caught(class, || info.class_name(class).ok());
     }
@@ -208,7 +209,7 @@ impl ProfilerCallback for Clr {
     fn runtime_suspend_started(&self, reason: COR_PRF_SUSPEND_REASON) {
         if matches!(reason, COR_PRF_SUSPEND_FOR_GC | COR_PRF_SUSPEND_FOR_GC_PREP) && session::get().is_some() {
             events::suspend_started();
-            if session::mode() == Some(Mode::Sampling) {
+            if running::mode() == Some(Mode::Sampling) {
                 sampling::work::suspended_for_gc(true);
             }
         }
@@ -217,7 +218,7 @@ impl ProfilerCallback for Clr {
     fn runtime_resumed(&self) {
         if session::get().is_some() {
             events::resumed();
-            if session::mode() == Some(Mode::Sampling) {
+            if running::mode() == Some(Mode::Sampling) {
                 sampling::work::suspended_for_gc(false);
             }
         }
@@ -232,7 +233,7 @@ impl ProfilerCallback for Clr {
         let condemned = generations.iter().rposition(|&g| g).unwrap_or(0) as u32;
         let reason = if reason == COR_PRF_GC_INDUCED { GcReason::Induced } else { GcReason::Other };
         events::gc_started(condemned, reason);
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             sampling::work::collecting(true);
         }
     }
@@ -243,7 +244,7 @@ impl ProfilerCallback for Clr {
         if session::get().is_none() {
             return;
         }
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             sampling::work::collecting(false);
         }
         let heap = info().and_then(|info| info.heap_bytes().ok()).unwrap_or(0);
@@ -251,7 +252,7 @@ impl ProfilerCallback for Clr {
     }
 
     fn jit_compilation_started(&self, function: FunctionID) {
-        let Some(mode) = session::mode() else { return };
+        let Some(mode) = running::mode() else { return };
         if mode == Mode::Sampling {
             // First: samples taken from here on name the method (`sampling::work`).
             sampling::work::jit_started(function);
@@ -275,7 +276,7 @@ impl ProfilerCallback for Clr {
 
     fn jit_compilation_finished(&self, function: FunctionID, _status: HRESULT) {
         if session::get().is_some() {
-            let sampling = session::mode() == Some(Mode::Sampling);
+            let sampling = running::mode() == Some(Mode::Sampling);
             if sampling {
                 sampling::work::jit_finished(function);
             }
@@ -289,13 +290,13 @@ impl ProfilerCallback for Clr {
     /// A dynamic method or an IL stub: samples meanwhile are `[jit] [unnamed method]` (it has
     /// no metadata to be named by); not counted among the methods compiled.
     fn dynamic_method_jit_started(&self, function: FunctionID) {
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             sampling::work::jit_started(function);
         }
     }
 
     fn dynamic_method_jit_finished(&self, function: FunctionID) {
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             sampling::work::jit_finished(function);
         }
     }
@@ -349,7 +350,7 @@ impl ProfilerCallback for Clr {
     /// Precompiled code handed out: the drain may now ask the runtime about addresses above it
     /// (`images`).
     fn jit_cached_function_search_finished(&self, function: FunctionID, found: bool) {
-        if found && session::mode() == Some(Mode::Sampling) {
+        if found && running::mode() == Some(Mode::Sampling) {
             frames::prepared(function);
         }
     }
@@ -357,7 +358,7 @@ impl ProfilerCallback for Clr {
     /// A caught exception may have been a fault whose handler never returned (see
     /// `sampling::fault_handled_on_this_thread`).
     fn exception_catcher_leave(&self) {
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             sampling::fault_handled_on_this_thread();
         }
     }
@@ -378,7 +379,7 @@ impl ProfilerCallback for Clr {
     }
 
     fn disable(&self) {
-        session::disable();
+        running::disable();
     }
 }
 
@@ -632,7 +633,7 @@ fn map_function(function: FunctionID) -> Option<usize> {
     if !session.config.filter.traces(
         &names.name,
         &names.assembly,
-        crate::process::is_framework(&names.path, &names.assembly),
+        crate::base::process::is_framework(&names.path, &names.assembly),
     ) {
         return None;
     }

@@ -11,7 +11,9 @@
 //! so this matters for code compiled optimised at once (`AggressiveOptimization`, tiering off).
 
 use super::{coverage, inject};
-use crate::log::log;
+use crate::base::log::log;
+use crate::base::running;
+use crate::faults;
 use crate::session;
 use crate::tree::methods::methods;
 use sonde_clr::ProfilerInfo;
@@ -72,17 +74,17 @@ fn settle(key: (ModuleID, u32), decision: Decision) {
 
 /// Whether this session rewrites IL at all.
 pub fn active() -> bool {
-    session::mode() == Some(Mode::Coverage) || inject::active()
+    running::mode() == Some(Mode::Coverage) || faults::active()
 }
 
 /// What applies to a method: coverage, and the index of the rule that injects into it.
 fn wanted(info: &ProfilerInfo, function: FunctionID) -> Option<(sonde_metadata::MethodNames, bool, Option<u32>)> {
     let session = session::get()?;
     let names = info.method_names(function).ok()?;
-    let framework = crate::process::is_framework(&names.path, &names.assembly);
+    let framework = crate::base::process::is_framework(&names.path, &names.assembly);
     let cover =
         session.config.mode == Mode::Coverage && session.config.filter.traces(&names.name, &names.assembly, framework);
-    let rule = inject::rule_for(&names.name);
+    let rule = faults::rule_for(&names.name);
     (cover || rule.is_some()).then_some((names, cover, rule))
 }
 
@@ -124,7 +126,7 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
                     injected = Some(rule);
                 }
                 // Coverage still applies when the fault cannot be injected.
-                Err(why) => inject::problem(rule, &name, &why),
+                Err(why) => faults::problem(rule, &name, &why),
             }
         }
         if counters.is_none() && injected.is_none() {
@@ -132,7 +134,7 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
         }
         info.set_il_function_body(module, token, &body.encode()).map_err(|e| format!("SetILFunctionBody: {e}"))?;
         if let Some(rule) = injected {
-            inject::applied(rule, method);
+            faults::applied(rule, method);
         }
         Ok(counters)
     })();
@@ -146,7 +148,7 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
         Ok(None) => {}
         Err(None) => {}
         Err(Some(why)) => match rule {
-            Some(rule) => inject::problem(rule, &name, &why),
+            Some(rule) => faults::problem(rule, &name, &why),
             None => log!("coverage: {name} left as it is: {why}"),
         },
     }

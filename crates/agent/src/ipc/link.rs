@@ -109,7 +109,7 @@ pub struct SnapshotFacts {
     /// Sampling mode: pending samples are drained into the trees first, and counts are reported.
     pub sampling: bool,
     /// Tracing a .NET program without `--native-hooks`: snapshots list the files mapped
-    /// executable ([`crate::process::executable_files`]).
+    /// executable ([`crate::base::process::executable_files`]).
     pub mapped_files: bool,
 }
 
@@ -147,7 +147,7 @@ impl Link {
         stream.set_read_timeout(None).map_err(LinkError::Timeouts)?;
         // The writer blocks as long as the controller does: only the writer writes.
         stream.set_write_timeout(None).map_err(LinkError::Timeouts)?;
-        crate::process::claim_session();
+        crate::base::process::claim_session();
         let link: &'static Link = Box::leak(Box::new(Link {
             build: Mutex::new(Build { seq: 0 }),
             outbox: Mutex::new(Outbox::default()),
@@ -155,7 +155,7 @@ impl Link {
             spill_dir: socket.parent().map(Path::to_path_buf),
         }));
         let writer = stream.try_clone().map_err(LinkError::Timeouts)?;
-        crate::session::spawn_thread("sonde-ipc-write", move || link.write_loop(writer))
+        crate::base::running::spawn_thread("sonde-ipc-write", move || link.write_loop(writer))
             .map_err(LinkError::Timeouts)?;
         *READER.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream);
         Ok(link)
@@ -165,7 +165,7 @@ impl Link {
     /// or `gone` runs, on this thread (`finish` sends the final snapshot).
     pub fn serve(&'static self, facts: SnapshotFacts, finish: fn(), gone: fn()) -> std::io::Result<()> {
         let Some(reader) = READER.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
-        crate::session::spawn_thread("sonde-ipc", move || {
+        crate::base::running::spawn_thread("sonde-ipc", move || {
             let mut reader = BufReader::new(reader);
             loop {
                 match read_frame::<ControllerMessage>(&mut reader) {
@@ -180,7 +180,7 @@ impl Link {
                     Ok(ControllerMessage::Pause) => crate::sampling::set_paused(true),
                     Ok(ControllerMessage::Resume) => crate::sampling::set_paused(false),
                     Ok(ControllerMessage::WalkStacks) => {
-                        crate::session::walk_stacks();
+                        super::walk::walk_stacks();
                         self.send_snapshot(facts, false, Patience::NONE);
                     }
                     Ok(ControllerMessage::Finish) => {
@@ -188,11 +188,11 @@ impl Link {
                         break;
                     }
                     Ok(other) => {
-                        crate::log::log!("unexpected message from the controller: {other:?}");
+                        crate::base::log::log!("unexpected message from the controller: {other:?}");
                         break;
                     }
                     Err(e) => {
-                        crate::log::log!("the controller hung up ({e})");
+                        crate::base::log::log!("the controller hung up ({e})");
                         gone();
                         break;
                     }
@@ -211,7 +211,7 @@ impl Link {
     /// this one was not written within the patience.
     pub fn send_snapshot(&self, facts: SnapshotFacts, last: bool, patience: Patience) -> bool {
         // Before any lock: a forked child's copy may be held by a thread it does not have.
-        if crate::process::forked_child() {
+        if crate::base::process::forked_child() {
             return false;
         }
         let mut build = self.build.lock().unwrap_or_else(|e| e.into_inner());
@@ -245,7 +245,7 @@ impl Link {
         let bytes = match encode_frame(&message) {
             Ok(bytes) => bytes,
             Err(e) => {
-                crate::log::log!("cannot encode a snapshot: {e}");
+                crate::base::log::log!("cannot encode a snapshot: {e}");
                 return false;
             }
         };
@@ -278,17 +278,19 @@ impl Link {
         let Some(dir) = &self.spill_dir else { return };
         let pid = std::process::id();
         let (tmp, path) = (dir.join(format!(".{pid}.spill.tmp")), dir.join(format!("{pid}.spill")));
-        let written = crate::process::open_private(&tmp, false)
+        let written = crate::base::process::open_private(&tmp, false)
             .and_then(|mut file| file.write_all(frame))
             .and_then(|()| std::fs::rename(&tmp, &path));
         match written {
-            Ok(()) => crate::log::log!("the controller did not read: snapshot left in {}", path.display()),
-            Err(e) => crate::log::log!("the controller did not read, and {} cannot be written: {e}", path.display()),
+            Ok(()) => crate::base::log::log!("the controller did not read: snapshot left in {}", path.display()),
+            Err(e) => {
+                crate::base::log::log!("the controller did not read, and {} cannot be written: {e}", path.display())
+            }
         }
     }
 
     pub fn send_error(&self, message: String) {
-        if crate::process::forked_child() {
+        if crate::base::process::forked_child() {
             return;
         }
         let Ok(bytes) = encode_frame(&AgentMessage::Error(message)) else { return };
@@ -350,7 +352,7 @@ impl Link {
                 }
                 (Ok(()), None) => outbox.errors_written += 1,
                 (Err(e), _) => {
-                    crate::log::log!("lost the controller: {e}");
+                    crate::base::log::log!("lost the controller: {e}");
                     outbox.closed = true;
                 }
             }

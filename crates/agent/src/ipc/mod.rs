@@ -1,5 +1,8 @@
 //! The agent's side of the channel to the controller: the session's socket ([`link`]: handshake,
-//! the IPC thread answering snapshot requests, errors) and what a snapshot holds ([`snapshot`]).
+//! the IPC thread answering snapshot requests, errors) what a snapshot holds ([`snapshot`]:
+//! the trees, and what each part of the agent contributes), and the stack walks the controller
+//! asks for ([`walk`]).
 
 pub mod link;
 pub mod snapshot;
+pub mod walk;

@@ -70,7 +70,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
             thread_snapshot(t, now, ns_per_tick)
         })
         .collect();
-    Snapshot {
+    let mut snapshot = Snapshot {
         seq: ctx.seq,
         last: ctx.last,
         wall_ns: clock::elapsed_ns(),
@@ -85,23 +85,45 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         samples_lost,
         superseded: ctx.superseded,
         fatal_signal: crate::signals::aborting().then_some(libc::SIGABRT),
-        stacks_walked: crate::session::stacks_walked(),
+        stacks_walked: super::walk::stacks_walked(),
         events,
         allocations_exact_by_type: allocations.exact_by_type,
         allocations,
         loading,
         timeline,
         call_trace,
-        faults: crate::coreclr::inject::snapshot(),
-        coverage: {
-            let mut coverage = crate::coreclr::coverage::snapshot();
-            coverage.extend(crate::mono::coverage::snapshot(ctx.last));
-            coverage
-        },
+        faults: Default::default(),
+        coverage: Vec::new(),
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
-        precompiled: crate::mono::precompiled::images(),
-        mapped_files: if ctx.mapped_files { crate::process::executable_files() } else { Vec::new() },
+        precompiled: Vec::new(),
+        mapped_files: if ctx.mapped_files { crate::base::process::executable_files() } else { Vec::new() },
+    };
+    for contribute in contributions() {
+        contribute(&mut snapshot, ctx.last);
     }
+    snapshot
+}
+
+/// What a part of the agent adds to every snapshot besides the trees and the runtime's events:
+/// a backend's coverage counters, the faults injected, the precompiled images that ran
+/// untraced. `last`: the final snapshot (a contribution may read what only the end can tell).
+/// The snapshot code names none of them: each registers itself ([`contribute`]) when its
+/// session sets it up.
+pub type Contribution = fn(&mut Snapshot, last: bool);
+
+static CONTRIBUTIONS: std::sync::Mutex<Vec<Contribution>> = std::sync::Mutex::new(Vec::new());
+
+/// Adds `contribution` to every snapshot from now on (once, however often it is registered).
+pub fn contribute(contribution: Contribution) {
+    let mut all = CONTRIBUTIONS.lock().unwrap_or_else(|e| e.into_inner());
+    if !all.iter().any(|&c| std::ptr::fn_addr_eq(c, contribution)) {
+        all.push(contribution);
+    }
+}
+
+/// The contributions registered so far (a copy: a contribution may take its own locks).
+fn contributions() -> Vec<Contribution> {
+    CONTRIBUTIONS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The most call-trace events one snapshot carries (about 10 bytes each once encoded): many

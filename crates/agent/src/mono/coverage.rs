@@ -26,6 +26,7 @@ pub fn start(mono: &'static Mono, _config: &AgentConfig) -> Result<SnapshotFacts
     }
     profiler.set_events::<super::Agent>(false);
     let _ = PROFILER.set(profiler);
+    crate::ipc::snapshot::contribute(contribute);
     Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false, mapped_files: false })
 }
 
@@ -33,7 +34,7 @@ pub fn start(mono: &'static Mono, _config: &AgentConfig) -> Result<SnapshotFacts
 pub fn cover(method: Method<'_>) -> bool {
     let Some(session) = session::get() else { return false };
     let Some(names) = method.describe() else { return false };
-    let framework = crate::process::is_framework(&names.path, &names.assembly);
+    let framework = crate::base::process::is_framework(&names.path, &names.assembly);
     if !session.config.filter.traces(&names.name, &names.assembly, framework) {
         return false;
     }
@@ -46,18 +47,15 @@ pub fn cover(method: Method<'_>) -> bool {
     true
 }
 
-/// Every covered method's blocks and counts: at the final snapshot only (`last`), see the
-/// module's documentation.
-pub fn snapshot(last: bool) -> Vec<MethodBlocks> {
-    let Some(profiler) = PROFILER.get().filter(|_| last) else { return Vec::new() };
+/// Every covered method's blocks and counts, into the final snapshot only (`last`, see the
+/// module's documentation): a `snapshot::Contribution`, registered by [`start`].
+fn contribute(snapshot: &mut sonde_protocol::Snapshot, last: bool) {
+    let Some(profiler) = PROFILER.get().filter(|_| last) else { return };
     let covered = COVERED.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    covered
-        .into_iter()
-        .map(|(key, method)| {
-            let mut blocks = profiler.coverage_data(key);
-            blocks.sort_unstable();
-            blocks.dedup_by_key(|b| b.0);
-            MethodBlocks { method, blocks }
-        })
-        .collect()
+    snapshot.coverage.extend(covered.into_iter().map(|(key, method)| {
+        let mut blocks = profiler.coverage_data(key);
+        blocks.sort_unstable();
+        blocks.dedup_by_key(|b| b.0);
+        MethodBlocks { method, blocks }
+    }));
 }

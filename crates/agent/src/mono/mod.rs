@@ -35,10 +35,11 @@ pub mod coverage;
 pub mod precompiled;
 mod sampling;
 
+use crate::base::log::log;
+use crate::base::running;
 use crate::calibration::{self, CostProbe, Floor};
 use crate::events;
 use crate::ipc::link::SnapshotFacts;
-use crate::log::log;
 use crate::session::{self, RuntimeId, StartError};
 use crate::tree::methods::methods;
 // `ids` is named here so that `sampling` finds it as `super::ids`.
@@ -81,7 +82,7 @@ pub fn init(desc: &str) {
         let mono = Mono::from_process().map_err(|e| StartError::runtime("finding Mono's API", e))?;
         // The controller refuses `--inject` for a `mono` command; a Mono it did not recognise
         // says so in the profile, rule by rule.
-        crate::coreclr::inject::configure(config, Some(INJECT_UNSUPPORTED));
+        crate::faults::configure(config, Some(INJECT_UNSUPPORTED));
         precompiled::watch(config.mode);
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,
@@ -301,7 +302,7 @@ impl Events for Agent {
         if session::get().is_none() {
             return;
         }
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             // On the collecting thread, from the world's stop to its restart (`sampling::work`).
             match event {
                 GcEvent::PreStopWorld => crate::sampling::work::suspended_for_gc(true),
@@ -329,7 +330,7 @@ impl Events for Agent {
         if !session.config.filter.traces(
             &names.name,
             &names.assembly,
-            crate::process::is_framework(&names.path, &names.assembly),
+            crate::base::process::is_framework(&names.path, &names.assembly),
         ) {
             return false;
         }
@@ -341,7 +342,7 @@ impl Events for Agent {
     /// Sampling: samples taken from here on name the method (`sampling::work`), which is
     /// noted now rather than when done, so that the drain can name it meanwhile.
     fn jit_begin(method: Method<'_>) {
-        let Some(mode) = session::mode() else { return };
+        let Some(mode) = running::mode() else { return };
         if mode == Mode::Sampling {
             crate::sampling::work::jit_started(method.key().0);
             sampling::compiled(method, 0);
@@ -350,14 +351,14 @@ impl Events for Agent {
     }
 
     fn jit_failed(method: MethodKey) {
-        if session::mode() == Some(Mode::Sampling) {
+        if running::mode() == Some(Mode::Sampling) {
             crate::sampling::work::jit_finished(method.0);
         }
     }
 
     /// Sampling notes where the method's code is; every mode counts the compilation.
     fn jit_done(method: Method<'_>, code_start: usize) {
-        let mode = session::mode();
+        let mode = running::mode();
         if mode == Some(Mode::Sampling) {
             crate::sampling::work::jit_finished(method.key().0);
         }
@@ -378,11 +379,11 @@ impl Events for Agent {
     }
 
     fn disable() {
-        session::disable();
+        running::disable();
     }
 
     fn active() -> bool {
-        session::enabled()
+        running::enabled()
     }
 }
 
@@ -396,7 +397,7 @@ impl Events for Agent {
 
 #[inline(always)]
 fn enter(method: MethodKey, clock: impl Fn() -> u64) {
-    if !session::enabled() {
+    if !running::enabled() {
         return;
     }
     let Some(id) = IDS.get(method.0) else { return };
@@ -405,12 +406,12 @@ fn enter(method: MethodKey, clock: impl Fn() -> u64) {
     {
         return;
     }
-    session::guarded((), || threads::current().tree.enter(id, clock()));
+    running::guarded((), || threads::current().tree.enter(id, clock()));
 }
 
 #[inline(always)]
 fn leave(method: MethodKey, tick: u64) {
-    if !session::enabled() {
+    if !running::enabled() {
         return;
     }
     let Some(id) = IDS.get(method.0) else { return };
@@ -419,7 +420,7 @@ fn leave(method: MethodKey, tick: u64) {
     {
         return;
     }
-    session::guarded((), || threads::current().tree.leave(id, tick));
+    running::guarded((), || threads::current().tree.leave(id, tick));
 }
 
 /// `--timing exact`: every enter and leave stamped with `rdtsc`.

@@ -16,7 +16,11 @@ static WATCH: AtomicBool = AtomicBool::new(false);
 /// Starts looking for precompiled images at each snapshot (tracing and coverage modes only:
 /// sampling sees AOT code like any other).
 pub fn watch(mode: Mode) {
-    WATCH.store(matches!(mode, Mode::Tracing | Mode::Coverage), Relaxed);
+    let watch = matches!(mode, Mode::Tracing | Mode::Coverage);
+    WATCH.store(watch, Relaxed);
+    if watch {
+        crate::ipc::snapshot::contribute(|snapshot, _last| snapshot.precompiled = images());
+    }
 }
 
 /// The AOT images mapped into this process whose code the session's filter would have traced,

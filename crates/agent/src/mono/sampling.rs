@@ -44,8 +44,9 @@
 
 use super::ids::MethodIds;
 use super::{Agent, IDS};
+use crate::base::log::log;
+use crate::base::running;
 use crate::ipc::link::SnapshotFacts;
-use crate::log::log;
 use crate::sampling::{self, Frame, FrameResolver, native_symbol, ring};
 use crate::session::{self, StartError};
 use crate::tree::methods::methods;
@@ -273,7 +274,7 @@ struct Walker;
 
 impl SampleHit for Walker {
     fn sample_hit(sample: &Sample<'_>) {
-        if !session::enabled() {
+        if !running::enabled() {
             return;
         }
         let ip = sample.ip();

@@ -18,7 +18,8 @@
 //! the calls above that one are gone ([`close_abandoned`]), as does a hook call whose frame
 //! position is above an entry's ([`close_gone`]).
 
-use crate::log::log;
+use crate::base::log::log;
+use crate::base::running;
 use crate::session::{self, RuntimeId};
 use crate::tree::calltree::CallTree;
 use crate::tree::methods::methods;
@@ -99,7 +100,7 @@ impl Drop for Tls {
             drop(unsafe { Box::from_raw(state) });
         }
         if OWN_SESSION.load(Relaxed) {
-            session::guarded((), || session::thread_ended(threads::gettid()));
+            running::guarded((), || session::thread_ended(threads::gettid()));
         }
     }
 }
@@ -143,7 +144,7 @@ pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut
     // whose second word is the hook's return address.
     let from = unsafe { *((sp + std::mem::size_of::<usize>()) as *const usize) };
     let call = Call { function: this_fn as usize, sp, call_site: call_site as usize, from };
-    session::guarded((), || enter(call, state == ON_TIMED));
+    running::guarded((), || enter(call, state == ON_TIMED));
 }
 
 /// One entry hook call.
@@ -167,7 +168,7 @@ pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut
         return;
     }
     let sp = stack_pointer();
-    session::guarded((), || exit(this_fn as usize, sp, state == ON_TIMED));
+    running::guarded((), || exit(this_fn as usize, sp, state == ON_TIMED));
 }
 
 fn tick(timed: bool) -> u64 {
@@ -367,7 +368,7 @@ fn start() -> u8 {
     if STATE.compare_exchange(UNKNOWN, STARTING, AcqRel, Acquire).is_err() {
         return STATE.load(Acquire);
     }
-    let decided = session::guarded(OFF, decide);
+    let decided = running::guarded(OFF, decide);
     STATE.store(decided, Release);
     decided
 }
@@ -459,12 +460,12 @@ fn probe_enter(id: usize) {
         return;
     }
     let call = Call { function, sp: probe_sp(id), call_site, from: function + 1 };
-    session::guarded((), || enter(call, true));
+    running::guarded((), || enter(call, true));
 }
 
 #[inline(never)]
 fn probe_leave(id: usize) {
-    session::guarded((), || exit(probe_fn(id) as usize, probe_sp(id), true));
+    running::guarded((), || exit(probe_fn(id) as usize, probe_sp(id), true));
 }
 
 #[inline(always)]

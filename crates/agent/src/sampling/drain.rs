@@ -92,7 +92,7 @@ pub(super) fn sampler_drains(drains: bool) {
 /// sampler's: an agent thread is never sampled).
 pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn()) -> std::io::Result<()> {
     *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
-    let thread = crate::session::spawn_thread("sonde-drain", move || {
+    let thread = crate::base::running::spawn_thread("sonde-drain", move || {
         block_signals();
         // Every eight intervals, at least every 100 ms and at most every 20 — and whenever a
         // ring is half full (a thread's ring holds dozens of full-depth samples, hundreds of

@@ -191,7 +191,7 @@ fn read_vdso(base: usize, path: &str) -> Option<Arc<NativeSymbols>> {
 }
 
 fn log_symbols(what: &str, symbols: &NativeSymbols) {
-    crate::log::write(format_args!(
+    crate::base::log::write(format_args!(
         "native symbols: {what}: {} functions from {}",
         symbols.len(),
         match symbols.origin() {

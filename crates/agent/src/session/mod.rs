@@ -11,18 +11,18 @@
 //! panics at their boundary and call the backend's `disable`, which is this one; the hooks' slow
 //! paths run behind [`guarded`].
 
+use crate::base::log::log;
+use crate::base::process;
+use crate::base::running::{self, guarded};
 use crate::ipc::link::{Link, LinkError, Patience, SnapshotFacts};
-use crate::log::log;
-use crate::process;
 use crate::sampled_timing;
 use crate::sampling;
 use crate::signals;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Runtime};
 use sonde_protocol::{AgentConfig, Hello, PROTOCOL_VERSION};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// The session of this process, once [`start`] succeeded.
 pub struct Session {
@@ -37,8 +37,6 @@ pub struct Session {
 static SESSION: OnceLock<Session> = OnceLock::new();
 /// Set by the first [`start`] (a second one is refused: one session per process).
 static STARTED: AtomicBool = AtomicBool::new(false);
-/// Cleared by the first panic, or a failed start: the agent then does nothing more.
-static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// Why a session did not start. Logged (when there is a log) and, once the controller is
 /// connected, sent to it: it prints it as the reason the process was not profiled.
@@ -102,7 +100,7 @@ pub fn start(
     if let Err(e) = &started {
         // A second start leaves the first one's session alone.
         if !matches!(e, StartError::AlreadyStarted) {
-            ENABLED.store(false, Relaxed);
+            running::switch_off_quietly();
         }
         log!("{e}");
     }
@@ -116,7 +114,11 @@ fn try_start(
     set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
 ) -> Result<&'static Session, StartError> {
     clock::start();
-    crate::log::install_panic_hook();
+    crate::base::log::install_panic_hook();
+    running::on_disable(|| {
+        log!("a callback panicked; profiling stops here");
+        send_error("the agent hit an internal error and stopped profiling".into());
+    });
     // No log file yet when the configuration is unreadable: the controller then reports that no
     // agent connected.
     let config = match source {
@@ -125,7 +127,7 @@ fn try_start(
     };
     let attached = matches!(source, ConfigSource::Attach(_));
     if let Some(path) = &config.log {
-        crate::log::open(path);
+        crate::base::log::open(path);
     }
     log!("loaded by {}; config {config:?}", runtime.loaded_by);
     if STARTED.swap(true, Relaxed) {
@@ -165,7 +167,9 @@ fn try_start(
             return Err(e);
         }
     };
+    let mode = config.mode;
     let session = SESSION.get_or_init(|| Session { config, attached, link, facts, shut_down: AtomicBool::new(false) });
+    running::set_mode(Some(mode));
     // Whichever comes first sends the final snapshot: the runtime's shutdown event, or the
     // process's exit — a host that exits without shutting its runtime down (Python with
     // pythonnet, a native host calling `exit`), or Mono after an unhandled exception.
@@ -181,67 +185,10 @@ fn try_start(
 /// The session, once started (and until profiling was switched off).
 #[inline]
 pub fn get() -> Option<&'static Session> {
-    if !enabled() {
+    if !running::enabled() {
         return None;
     }
     SESSION.get()
-}
-
-/// False once profiling was switched off (a panic, a failed start).
-#[inline(always)]
-pub fn enabled() -> bool {
-    ENABLED.load(Relaxed)
-}
-
-/// The configured mode, once started.
-pub fn mode() -> Option<Mode> {
-    get().map(|s| s.config.mode)
-}
-
-/// Runs `f` unless profiling was switched off; a panic is caught (it must never unwind into the
-/// runtime) and switches profiling off.
-#[inline(always)]
-pub fn guarded<R>(default: R, f: impl FnOnce() -> R) -> R {
-    if !enabled() {
-        return default;
-    }
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(_) => {
-            disable();
-            default
-        }
-    }
-}
-
-/// Starts one of the agent's own threads. It blocks the last-chance signals first (a handler
-/// never waits for the thread it interrupted), and a panic in it switches profiling off
-/// ([`disable`], which tells the controller) instead of ending the thread without a word.
-pub fn spawn_thread(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name(name.into()).spawn(move || {
-        signals::block_on_this_thread();
-        if catch_unwind(AssertUnwindSafe(body)).is_err() {
-            disable();
-        }
-    })
-}
-
-/// Switches profiling off without a word (no log, no message: their locks may be held), in a
-/// child the program forked (see `process::claim_session`).
-pub fn switch_off_quietly() {
-    ENABLED.store(false, Relaxed);
-}
-
-/// Switches profiling off after a panic: the one policy for every backend.
-#[cold]
-pub fn disable() {
-    if !ENABLED.swap(false, Relaxed) {
-        return;
-    }
-    log!("a callback panicked; profiling stops here");
-    if let Some(session) = SESSION.get() {
-        session.link.send_error("the agent hit an internal error and stopped profiling".into());
-    }
 }
 
 /// Tells the controller something went wrong (it prints the message).
@@ -309,34 +256,6 @@ pub fn final_snapshot(why: &str) {
     log!("{why}; final snapshot {}", if sent { "sent" } else { "not sent" });
 }
 
-/// How the backend walks every thread's stack at one instant (CoreCLR attached:
-/// `ProfilerInfo::walk_all_threads`), set where it can.
-static WALKER: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
-
-/// `ControllerMessage::WalkStacks` requests done, walked or not.
-static STACKS_WALKED: AtomicU32 = AtomicU32::new(0);
-
-/// Sets how [`walk_stacks`] walks the stacks.
-pub fn on_walk(walk: impl Fn() + Send + Sync + 'static) {
-    let _ = WALKER.set(Box::new(walk));
-}
-
-/// The controller asked for every thread's exact stack (`sonde dump`): the backend's walker
-/// records them (`sampling::record_walk`); without one, nothing but the count changes. On the
-/// IPC thread.
-pub fn walk_stacks() {
-    match WALKER.get() {
-        Some(walk) => guarded((), walk),
-        None => log!("this runtime cannot walk stacks on request; the sampled stacks stand"),
-    }
-    STACKS_WALKED.fetch_add(1, Relaxed);
-}
-
-/// See [`walk_stacks`].
-pub fn stacks_walked() -> u32 {
-    STACKS_WALKED.load(Relaxed)
-}
-
 /// How the backend hands the process back to the runtime once profiling finished (CoreCLR:
 /// `RequestProfilerDetach`), set where the backend supports it.
 static DETACH: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
@@ -358,7 +277,8 @@ fn finish() {
             sampling::stop();
         }
         final_snapshot("finished by the controller");
-        ENABLED.store(false, Relaxed);
+        running::switch_off_quietly();
+        running::set_mode(None);
         match DETACH.get() {
             Some(detach) => detach(),
             None => log!("profiling stopped; this runtime cannot detach the agent, which stays inert"),
@@ -371,7 +291,7 @@ fn finish() {
 /// records any more; a launched one runs on as before (its final snapshot is spilled at exit
 /// for a controller that may still read it).
 fn controller_gone() {
-    if SESSION.get().is_some_and(|s| s.attached) && enabled() {
+    if SESSION.get().is_some_and(|s| s.attached) && running::enabled() {
         log!("an attached session without its controller: finishing");
         finish();
     }
@@ -392,7 +312,7 @@ fn final_snapshot_at_exit() {
 
 /// What each mode needs to know about a thread the runtime reports started, on any thread.
 pub fn thread_started(os_tid: u32) {
-    if os_tid == 0 || mode() != Some(Mode::Sampling) {
+    if os_tid == 0 || running::mode() != Some(Mode::Sampling) {
         return;
     }
     sample_thread(os_tid);
@@ -408,7 +328,7 @@ pub fn sample_thread(os_tid: u32) {
 /// and its last samples are in), its tree is closed and kept (on its own, or folded with other
 /// ended threads: `threads::fold_ended`).
 pub fn thread_ended(os_tid: u32) {
-    if mode() == Some(Mode::Sampling) {
+    if running::mode() == Some(Mode::Sampling) {
         sampling::unregister(os_tid);
     }
     threads::end(os_tid);

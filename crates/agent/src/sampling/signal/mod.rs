@@ -205,13 +205,13 @@ pub fn start(
     INTERVAL_NS.store((interval.as_nanos() as u64).max(1), Relaxed);
     if clock == Clock::Cpu && cpu_timers {
         let available = timers::available();
-        crate::log::log!(
+        crate::base::log::log!(
             "cpu clock: {}",
             if available { "per-thread task-clock timers" } else { "the sampler thread (no perf_event_open here)" }
         );
         TIMERS.store(available, Relaxed);
     }
-    let sampler = crate::session::spawn_thread("sonde-sampler", move || {
+    let sampler = crate::base::running::spawn_thread("sonde-sampler", move || {
         handler::block_on_this_thread();
         run_sampler(interval, clock);
     })?;
@@ -506,7 +506,7 @@ fn check_handler(wrappers: bool) -> bool {
     match handler::check(wrappers) {
         handler::Health::Installed => false,
         handler::Health::MovedOffAlternateStack => {
-            crate::log::log!("a fault handler was replaced: the sampling handler now runs on the thread's stack");
+            crate::base::log::log!("a fault handler was replaced: the sampling handler now runs on the thread's stack");
             false
         }
         handler::Health::SignalTaken => {
@@ -515,7 +515,7 @@ fn check_handler(wrappers: bool) -> bool {
                 "the program installed its own handler for the sampling signal ({signal}): sampling stopped, \
                  the profile covers the run until then"
             );
-            crate::log::log!("{message}");
+            crate::base::log::log!("{message}");
             notice(message);
             true
         }

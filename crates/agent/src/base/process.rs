@@ -21,7 +21,7 @@ pub fn claim_session() {
     OWNER.store(std::process::id(), Relaxed);
     extern "C" fn in_child() {
         FORKED.store(true, Relaxed);
-        crate::session::switch_off_quietly();
+        crate::base::running::switch_off_quietly();
     }
     REGISTERED.call_once(|| {
         // SAFETY: registers a function of this library (never unloaded) that only stores atomics.

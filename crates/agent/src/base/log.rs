@@ -10,7 +10,7 @@ static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 /// whatever another user put at that path.
 pub fn open(path: &std::path::Path) {
     use std::os::unix::fs::MetadataExt;
-    let Ok(file) = crate::process::open_private(path, true) else { return };
+    let Ok(file) = crate::base::process::open_private(path, true) else { return };
     let ours = file.metadata().is_ok_and(|m| m.is_file() && sonde_protocol::trust::trusted_uid(m.uid()));
     if ours {
         *FILE.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
@@ -42,6 +42,6 @@ pub fn install_panic_hook() {
 }
 
 macro_rules! log {
-    ($($arg:tt)*) => { $crate::log::write(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::base::log::write(format_args!($($arg)*)) };
 }
 pub(crate) use log;
