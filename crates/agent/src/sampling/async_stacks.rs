@@ -28,7 +28,7 @@
 //! was written before, so the drain that frees it has read them); a context whose continuation
 //! never runs is dropped when [`MAX_PENDING`] newer ones wait.
 
-use super::drain::FrameResolver;
+use super::paths::FrameResolver;
 use crate::tree::methods::{Role, methods};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -103,11 +103,11 @@ pub fn awaiting(task: i32) {
     let parent = ACTIVE.with(|a| a.borrow().last().map_or(0, |&(_, ctx)| ctx));
     let mut frames = Vec::with_capacity(64);
     if parent == 0 {
-        super::walk_this_thread(&mut frames);
+        super::stack_walk::walk_this_thread(&mut frames);
     } else {
         // Inside a continuation only the frames above its wrapper matter (the parent's context
         // stands for the rest): the walk ends at the wrapper's return address, once known.
-        super::walk_this_thread_until(&mut frames, is_wrapper_return);
+        super::stack_walk::walk_this_thread_until(&mut frames, is_wrapper_return);
     }
     if frames.is_empty() {
         return;
@@ -261,7 +261,7 @@ impl Stitcher {
             self.learn_wrappers(&created.frames, resolver);
         }
         let (mut path, mut offsets) = (Vec::new(), Vec::new());
-        super::drain::event_stack_path(&created.frames, resolver, &mut path, &mut offsets);
+        super::paths::event_stack_path(&created.frames, resolver, &mut path, &mut offsets);
         if created.parent != 0 {
             self.apply(created.parent, &mut path, &mut offsets);
         }

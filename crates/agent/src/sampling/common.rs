@@ -45,6 +45,14 @@ pub fn interval() -> Duration {
     CONFIG.get().map_or(Duration::from_millis(1), |c| c.interval)
 }
 
+/// The drain thread's doorbell: rung when a ring is half full, and to stop (`drain`).
+pub(super) static DRAIN_BELL: super::doorbell::Doorbell = super::doorbell::Doorbell::new();
+
+/// Wakes the drain thread now (a ring is half full). Async-signal-safe.
+pub(super) fn wake_drain() {
+    DRAIN_BELL.ring();
+}
+
 /// Set by `sampling::stop`: the sampler and drain threads end.
 pub(super) static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

@@ -4,7 +4,8 @@
 //! thread does the rest as for the signal sampler.
 
 use super::common::{CONFIG, COUNTERS, Clock, Sampler, configure, thread_cpu_ns};
-use super::drain::{self, FrameResolver};
+use super::drain;
+use super::paths::FrameResolver;
 use super::{ring, slots};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
 use std::time::Duration;
@@ -39,9 +40,14 @@ pub(super) fn registered(index: usize, tid: u32, clock: Clock) {
 /// [`record_for_current_thread`] on each sampled thread, which must be [`register`]ed; `clock`
 /// weights the samples there (see that function). `resolver` receives the values the external
 /// walk wrote (see [`FrameResolver::raw_addresses`]).
-pub fn start_external(interval: Duration, clock: Clock, resolver: Box<dyn FrameResolver>) -> std::io::Result<()> {
+pub(super) fn start(
+    interval: Duration,
+    clock: Clock,
+    resolver: Box<dyn FrameResolver>,
+    after_release: fn(),
+) -> std::io::Result<()> {
     configure(interval, Sampler::External(clock));
-    drain::start(resolver, || {})
+    drain::start(resolver, || {}, after_release)
 }
 
 /// For an external sampler's signal handler, on the sampled thread: records one sample of the
@@ -100,7 +106,7 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
         COUNTERS.deferred.fetch_add(periods - 1, Relaxed);
     }
     if writer.commit(periods, 0, flags, super::work::current()) {
-        super::drain::wake();
+        super::common::wake_drain();
     }
 }
 

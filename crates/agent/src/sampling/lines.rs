@@ -7,7 +7,7 @@
 //! offset) on its stack. Periods a thread spent blocked that the drain charges afterwards to its
 //! previous stack (the wall clock's "before" and idle periods) go to its call-tree nodes only.
 
-use super::AddressMap;
+use super::symbols::AddressMap;
 use sonde_protocol::LineRecord;
 use std::sync::{Mutex, MutexGuard};
 

@@ -20,25 +20,29 @@ pub mod drain;
 pub mod external;
 pub mod lines;
 pub mod module_files;
+mod paths;
 pub mod ring;
 pub mod shapes;
 pub mod signal;
 mod slots;
+mod stack_walk;
 pub mod symbols;
 pub mod work;
 
-pub use drain::{Frame, FrameResolver, WalkedFrame, drain, event_stacks_lost, record_event_stack, record_walk};
-pub use external::{record_for_current_thread, start_external};
-pub use signal::{fault_handled_on_this_thread, start, walk_this_thread, walk_this_thread_until};
+pub use drain::{drain, event_stacks_lost, record_event_stack, record_walk};
+pub use external::record_for_current_thread;
+pub use paths::{Frame, FrameResolver, WalkedFrame};
+pub use signal::fault_handled_on_this_thread;
 pub use slots::MAX_THREADS;
+pub use stack_walk::{walk_this_thread, walk_this_thread_until};
 pub use symbols::{AddressMap, NativeNames, native_symbol};
 
 pub use common::{Clock, external, interval, on_notice};
 
 use crate::tree::threads::{self, ThreadState};
 use common::{CONFIG, COUNTERS, Sampler};
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
 
 /// Why samples were lost, for the report.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -99,16 +103,12 @@ pub fn stop() {
     drain::stop();
 }
 
-/// Registrations and unregistrations, one at a time (a thread may be reported from two threads
-/// at once: CoreCLR's `ThreadCreated` and `ThreadAssignedToOSThread`).
-static REGISTERING: Mutex<()> = Mutex::new(());
-
 /// Starts sampling thread `tid` into `thread`'s call tree (any thread may call this; when the
 /// thread itself does, its stack's limits are taken then — call it again from the thread if it
 /// was registered first from elsewhere). With every slot taken, the thread waits for one.
 pub fn register(tid: u32, thread: Arc<ThreadState>) {
     let Some(config) = CONFIG.get() else { return };
-    let _registering = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+    let _registering = slots::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
     let own_thread = tid == threads::gettid();
     let Some((index, new)) = slots::claim(tid) else {
         if own_thread {
@@ -132,8 +132,31 @@ pub fn register(tid: u32, thread: Arc<ThreadState>) {
 /// Stops sampling thread `tid`, which the runtime reports ended. Its samples so far are drained
 /// into its tree; its slot is reused once the thread is gone.
 pub fn unregister(tid: u32) {
-    let _registering = REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+    let _registering = slots::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
     slots::unregister(tid);
+}
+
+/// Sonde's signal sampler (`signal`): installs the handler, starts the sampler and drain
+/// threads. Threads are added with [`register`].
+pub fn start(
+    interval: std::time::Duration,
+    clock: Clock,
+    cpu_timers: bool,
+    resolver: Box<dyn FrameResolver>,
+) -> std::io::Result<()> {
+    signal::start(interval, clock, cpu_timers, resolver, register_waiting)
+}
+
+/// Sampling driven by the runtime's own sampler (`external`): the drain thread only; the
+/// runtime's handler calls [`record_for_current_thread`] on each sampled thread, which must be
+/// [`register`]ed; `clock` weights the samples there. `resolver` receives the values the
+/// external walk wrote (see [`FrameResolver::raw_addresses`]).
+pub fn start_external(
+    interval: std::time::Duration,
+    clock: Clock,
+    resolver: Box<dyn FrameResolver>,
+) -> std::io::Result<()> {
+    external::start(interval, clock, resolver, register_waiting)
 }
 
 /// Gives the slots the drain just freed to threads waiting for one (drain thread).

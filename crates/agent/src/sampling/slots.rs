@@ -89,6 +89,10 @@ const EMPTY_SLOT: Slot = Slot {
     phase: AtomicU8::new(FREE),
     thread: AtomicPtr::new(std::ptr::null_mut()),
 };
+/// Registrations and unregistrations, one at a time (a thread may be reported from two threads
+/// at once: CoreCLR's `ThreadCreated` and `ThreadAssignedToOSThread`).
+pub(super) static REGISTERING: Mutex<()> = Mutex::new(());
+
 static SLOTS: [Slot; MAX_THREADS] = [EMPTY_SLOT; MAX_THREADS];
 /// Slots handed out at least once: `SLOTS[..USED]`.
 static USED: AtomicUsize = AtomicUsize::new(0);

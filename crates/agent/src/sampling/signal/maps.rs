@@ -1,7 +1,7 @@
 //! A thread's stack when the thread could not say so itself.
 //!
 //! The signal handler reads stack memory only inside the sampled thread's own stack. Its limits
-//! normally come from the thread itself, when it registers ([`super::handler::own_stack`]: what
+//! normally come from the thread itself, when it registers ([`crate::sampling::stack_walk::own_stack`]: what
 //! the thread library knows, exactly what the program gave for a stack it allocated). A thread
 //! registered from another thread has no limits yet; its samples are then the interrupted
 //! instruction alone, and the handler notes the stack pointer it saw. The sampler thread turns

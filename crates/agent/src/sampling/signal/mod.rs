@@ -20,87 +20,23 @@
 
 mod handler;
 pub mod maps;
+mod threads;
 mod timers;
 
-pub use handler::{block_on_this_thread, walk_this_thread, walk_this_thread_until};
+pub use handler::block_on_this_thread;
 
 use super::common::{COUNTERS, Clock, STOPPED, Sampler, configure, notice, thread_cpu_ns};
-use super::doorbell::{self, Doorbell};
-use super::drain::{self, FrameResolver};
+use super::doorbell;
+use super::drain;
+use super::paths::FrameResolver;
 use super::slots;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Duration;
+use threads::{PerThread, WAKE, state, wake_sampler};
 
 /// Threads are sampled by their own task-clock timers ([`timers`], `--clock cpu` where the kernel
 /// allows it) rather than by the sampler thread's looks.
 static TIMERS: AtomicBool = AtomicBool::new(false);
-/// The sampling interval, for the timers and their handler.
-static INTERVAL_NS: AtomicU64 = AtomicU64::new(1);
-
-/// Per thread: the sampler thread's and the handler's bookkeeping.
-pub(super) struct PerThread {
-    /// Intervals the next sample stands for (the sampler adds, the handler takes).
-    periods: AtomicU64,
-    /// A signal was sent and the handler has not run yet: don't send another (it would merge).
-    signalled: AtomicBool,
-    /// Sampler-thread bookkeeping: the thread's CPU time at the last look, and CPU time run since
-    /// the last sample.
-    last_cpu_ns: AtomicU64,
-    unsampled_cpu_ns: AtomicU64,
-    /// The thread's stack, `[low, high)`: the only memory the handler's walk reads (0, 0 until
-    /// known: see [`maps`]).
-    stack_low: AtomicU64,
-    stack_high: AtomicU64,
-    /// A stack pointer the handler saw while the limits were unknown (0: none).
-    seen_sp: AtomicU64,
-    /// Sampler-thread bookkeeping: ticks at which the thread ran while our signal was still
-    /// pending (blocked by the thread, or by a fault handler of the runtime).
-    pending_ticks: AtomicU32,
-    /// The thread's task-clock timer (a [`timers::Timer`]'s descriptor; -1: none, the sampler
-    /// thread looks at it), and the slot generation it was started in.
-    timer: AtomicI32,
-    timer_generation: AtomicU32,
-    /// Handler bookkeeping with a timer: CPU time run since the last sample not yet counted in
-    /// whole intervals (negative: counted ahead).
-    carry_ns: AtomicI64,
-}
-
-impl PerThread {
-    /// With a timer: the intervals a sample stands for when the thread ran `ran` ns of CPU time
-    /// since its last one — rounded, at least one, the remainder carried to the next sample
-    /// (the handler's CPU-clock read and the event's overflow are a few µs apart).
-    fn timer_periods(&self, ran: u64) -> u64 {
-        let interval = INTERVAL_NS.load(Relaxed).max(1) as i64;
-        let pending = self.carry_ns.load(Relaxed).saturating_add(ran.min(i64::MAX as u64) as i64);
-        let periods = ((pending + interval / 2) / interval).max(1);
-        self.carry_ns.store(pending - periods * interval, Relaxed);
-        periods as u64
-    }
-}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: PerThread = PerThread {
-    periods: AtomicU64::new(0),
-    signalled: AtomicBool::new(false),
-    last_cpu_ns: AtomicU64::new(0),
-    unsampled_cpu_ns: AtomicU64::new(0),
-    stack_low: AtomicU64::new(0),
-    stack_high: AtomicU64::new(0),
-    seen_sp: AtomicU64::new(0),
-    pending_ticks: AtomicU32::new(0),
-    timer: AtomicI32::new(-1),
-    timer_generation: AtomicU32::new(0),
-    carry_ns: AtomicI64::new(0),
-};
-/// By slot index.
-static THREADS: [PerThread; slots::MAX_THREADS] = [EMPTY; slots::MAX_THREADS];
-
-/// Slot `index`'s bookkeeping (`index` may be a [`slots::token`]: the handler's slot, whose
-/// generation `slots::get` checks).
-fn state(index: usize) -> Option<&'static PerThread> {
-    THREADS.get(slots::index(index))
-}
-
 /// Thread `tid` (slot `index`) registered: when `new`, the slot's bookkeeping starts afresh (a
 /// slot is reused once its previous thread is gone) and the thread's CPU time so far is not
 /// sampled; when it registered itself (`own_thread`), its stack's limits are taken now.
@@ -118,14 +54,14 @@ pub(super) fn registered(index: usize, tid: u32, new: bool, own_thread: bool) {
         drop_timer(state);
         state.last_cpu_ns.store(thread_cpu_ns(tid).unwrap_or(0), Relaxed);
     }
-    if own_thread && let Some((low, high)) = handler::own_stack() {
+    if own_thread && let Some((low, high)) = crate::sampling::stack_walk::own_stack() {
         set_stack(state, low, high);
     }
 }
 
 /// Thread `tid` (slot `index`, new) is now sampled: with per-thread timers, its timer starts.
 /// Without one (the kernel refused), the sampler thread looks at it every interval.
-/// Registrations hold `sampling::REGISTERING`.
+/// Registrations hold `slots::REGISTERING`.
 pub(super) fn activated(index: usize, tid: u32) {
     let (Some(state), Some(slot), Some(signal)) = (state(index), slots::used().get(index), handler::signal_number())
     else {
@@ -136,7 +72,8 @@ pub(super) fn activated(index: usize, tid: u32) {
     }
     let generation = slot.generation.load(Acquire);
     let token = slots::token(index, generation);
-    if let Some(timer) = timers::Timer::start(tid, INTERVAL_NS.load(Relaxed), signal, token) {
+    if let Some(timer) = timers::Timer::start(tid, (super::common::interval().as_nanos() as u64).max(1), signal, token)
+    {
         state.timer_generation.store(generation, Release);
         state.timer.store(timer.into_raw(), Release);
     } else {
@@ -160,7 +97,7 @@ fn drop_freed_timers() {
             continue;
         }
         // Not while the slot is being registered again (that drops it too, then starts its own).
-        let _registering = super::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
+        let _registering = slots::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
         if state.timer_generation.load(Acquire) != slot.generation.load(Acquire) {
             drop_timer(state);
         }
@@ -193,16 +130,17 @@ pub(super) fn stop() {
     handler::uninstall();
 }
 
-/// Installs the signal handler and starts the drain thread. Threads are added with [`register`].
-pub fn start(
+/// Installs the signal handler and starts the drain thread (`after_release`: what it does
+/// with the slots it frees). Threads are added with `sampling::register`.
+pub(super) fn start(
     interval: Duration,
     clock: Clock,
     cpu_timers: bool,
     resolver: Box<dyn FrameResolver>,
+    after_release: fn(),
 ) -> std::io::Result<()> {
     configure(interval, Sampler::Signal);
     handler::install()?;
-    INTERVAL_NS.store((interval.as_nanos() as u64).max(1), Relaxed);
     if clock == Clock::Cpu && cpu_timers {
         let available = timers::available();
         crate::base::log::log!(
@@ -216,7 +154,7 @@ pub fn start(
         run_sampler(interval, clock);
     })?;
     *SAMPLER.lock().unwrap_or_else(|e| e.into_inner()) = Some(sampler);
-    drain::start(resolver, handler::block_on_this_thread)
+    drain::start(resolver, handler::block_on_this_thread, after_release)
 }
 
 /// Publishes a thread's stack limits (low first: the handler checks `sp < high`, and a high of
@@ -247,15 +185,6 @@ const CHECK_EVERY: u64 = 16;
 /// threads, waiting ones and the handler's health, not to sample. At low rates, once a second
 /// ([`doorbell::LOW_RATE_PERIOD`]).
 const HOUSEKEEPING: Duration = Duration::from_millis(10);
-
-/// Rung by a handler that found a stack not looked up yet ([`find_unknown_stacks`]), by a
-/// thread whose timer could not start, and to stop.
-static WAKE: Doorbell = Doorbell::new();
-
-/// Wakes the sampler thread if it is keeping house. Async-signal-safe.
-fn wake_sampler() {
-    WAKE.ring();
-}
 
 /// The sampler thread: every interval, decides which threads to sample and signals them; with
 /// every thread on its own timer, only every [`HOUSEKEEPING`] period.
