@@ -2,7 +2,7 @@
 //! native code through the dynamic linker), and the x86-64 call decoding that tells an
 //! on-stack-replacement transition (a call into the runtime) from recursion.
 
-use super::info;
+use super::info::{info, with_type_arguments};
 use crate::sampling;
 use crate::tree::methods::methods;
 use sonde_clr::sys::FunctionID;
@@ -103,7 +103,7 @@ impl ClrFrames {
                 Some(names)
             }
             Some(names) => Some(names),
-            None => info.method_names(function).ok().map(|n| super::with_type_arguments(n, function)),
+            None => info.method_names(function).ok().map(|n| with_type_arguments(n, function)),
         }
     }
 }

@@ -15,6 +15,9 @@
 pub mod coverage;
 mod eventpipe;
 mod frames;
+mod info;
+
+use info::{INFO, info, with_type_arguments};
 pub mod hooks;
 mod images;
 pub mod inject;
@@ -35,17 +38,9 @@ use sonde_profile::{AllocSampling, GcReason, Mode, NodeEvents, Timing};
 use sonde_protocol::AgentConfig;
 use sonde_protocol::config::EventKinds;
 use std::cell::Cell;
-use std::sync::OnceLock;
 
 /// The profiler object the runtime gets.
 pub struct Clr;
-
-/// The runtime's `ICorProfilerInfo`, from `Initialize` on.
-static INFO: OnceLock<ProfilerInfo> = OnceLock::new();
-
-fn info() -> Option<&'static ProfilerInfo> {
-    INFO.get()
-}
 
 thread_local! {
     /// The function whose frame the runtime is unwinding on this thread (set by
@@ -638,16 +633,6 @@ fn map_function(function: FunctionID) -> Option<usize> {
         return None;
     }
     Some(methods().insert(function, with_type_arguments(names, function)) as usize)
-}
-
-/// `names` with the type arguments of the instantiation `function` is, if it is one: what tells
-/// `Table<Row>.Fill` from `Table<Col>.Fill` in reports. Once per function, when it is named.
-fn with_type_arguments(mut names: sonde_metadata::MethodNames, function: FunctionID) -> sonde_metadata::MethodNames {
-    if let Some(Ok((type_args, method_args))) = info().map(|info| info.type_arguments(function)) {
-        names.type_args = type_args;
-        names.method_args = method_args;
-    }
-    names
 }
 
 /// The runtime's version as its directory spells it (`.../Microsoft.NETCore.App/8.0.4/libcoreclr.so`),

@@ -19,12 +19,12 @@ static PROFILER: OnceLock<Profiler> = OnceLock::new();
 static COVERED: Mutex<Vec<(MethodKey, u32)>> = Mutex::new(Vec::new());
 
 /// Sets coverage mode up (in the init function, as Mono requires).
-pub fn start(mono: &'static Mono, _config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+pub fn start<A: sonde_mono::Events>(mono: &'static Mono, _config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
     let profiler = mono.create_profiler();
-    if !profiler.enable_coverage::<super::Agent>() {
+    if !profiler.enable_coverage::<A>() {
         return Err(StartError::runtime("coverage mode", "Mono refused to enable coverage (too late)"));
     }
-    profiler.set_events::<super::Agent>(false);
+    profiler.set_events::<A>(false);
     let _ = PROFILER.set(profiler);
     crate::ipc::snapshot::contribute(contribute);
     Ok(SnapshotFacts { sample_interval_ns: 0, exact_timing: false, sampling: false, mapped_files: false })

@@ -35,6 +35,8 @@ pub mod coverage;
 pub mod precompiled;
 mod sampling;
 
+use sampling::IDS;
+
 use crate::base::log::log;
 use crate::base::running;
 use crate::calibration::{self, CostProbe, Floor};
@@ -42,8 +44,6 @@ use crate::events;
 use crate::ipc::link::SnapshotFacts;
 use crate::session::{self, RuntimeId, StartError};
 use crate::tree::methods::methods;
-// `ids` is named here so that `sampling` finds it as `super::ids`.
-use crate::tree::ids::{self, MethodIds};
 use crate::tree::{clock, threads};
 use sonde_mono::{CallHooks, Events, Exception, GcEvent, Method, MethodKey, Mono, Object, Profiler, invoke};
 use sonde_profile::{GcReason, Mode, NodeEvents, Timing};
@@ -51,10 +51,6 @@ use sonde_protocol::AgentConfig;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::Mutex;
-
-/// `MonoMethod*` → the method's id in the method table (tracing), or its index among the
-/// compiled methods (sampling: `sampling.rs`).
-static IDS: MethodIds = MethodIds::new();
 
 /// `pthread_t` (Mono's thread id) → OS thread id, and names that arrived before the pairing.
 #[derive(Default)]
@@ -86,8 +82,12 @@ pub fn init(desc: &str) {
         precompiled::watch(config.mode);
         let facts = match config.mode {
             Mode::Tracing => start_tracing(mono, config)?,
-            Mode::Sampling => sampling::start(mono, config)?,
-            Mode::Coverage => coverage::start(mono, config)?,
+            Mode::Sampling => {
+                let (profiler, facts) = sampling::start::<Agent>(mono, config)?;
+                set_events(&profiler, config);
+                facts
+            }
+            Mode::Coverage => coverage::start::<Agent>(mono, config)?,
         };
         Ok(facts)
     });

@@ -42,17 +42,16 @@
 //!   API: never in the signal handler, never on the drain thread, which is not attached to the
 //!   runtime (a Mono call there aborts the process).
 
-use super::ids::MethodIds;
-use super::{Agent, IDS};
 use crate::base::log::log;
 use crate::base::running;
 use crate::ipc::link::SnapshotFacts;
 use crate::sampling::{self, Frame, FrameResolver, native_symbol, ring};
 use crate::session::{self, StartError};
+use crate::tree::ids::MethodIds;
 use crate::tree::methods::methods;
 use crate::tree::threads;
 use sonde_metadata::MethodNames;
-use sonde_mono::{Method, Mono, Sample, SampleHit};
+use sonde_mono::{Events, Method, Mono, Profiler, Sample, SampleHit};
 use sonde_protocol::AgentConfig;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
@@ -117,12 +116,21 @@ fn image_file(image: usize, method: &Method<'_>) -> Option<u32> {
 fn image_path(index: u32) -> Option<String> {
     IMAGES.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.paths.get(index as usize).cloned()
 }
+/// `MonoMethod*` → the method's id in the method table (tracing: `mono::start_tracing`), or
+/// its index among the compiled methods (sampling: [`COMPILED`]).
+pub(super) static IDS: MethodIds = MethodIds::new();
+
 /// Code start → index into [`COMPILED`].
 static CODE: MethodIds = MethodIds::new();
 
 /// Sampling mode: Mono's sampler signals the threads, [`Walker`] walks their stacks; Sonde runs
-/// the drain thread only. No filter, no enter/leave, no JIT option changed. In the init function.
-pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<SnapshotFacts, StartError> {
+/// the drain thread only. No filter, no enter/leave, no JIT option changed. In the init function;
+/// `A` gets the runtime's callbacks (the backend's `Agent`). The profiler returned is where the
+/// backend sets the runtime's events.
+pub(super) fn start<A: Events>(
+    mono: &'static Mono,
+    config: &AgentConfig,
+) -> Result<(Profiler, SnapshotFacts), StartError> {
     let interval = session::interval(config);
     // Mono ticks at a whole frequency; the weighting and the times use the interval asked for.
     let freq = ((1_000_000 + config.interval_us / 2) / config.interval_us.max(1)).clamp(1, u32::MAX as u64) as u32;
@@ -133,12 +141,11 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
     let empty = config.bench_hooks == Some(crate::calibration::Floor::Empty);
     if empty {
         log!("benchmark floor: Mono's sampler with an empty sample callback; nothing is recorded");
-        profiler.enable_sampling::<Agent, EmptyHit>(freq)
+        profiler.enable_sampling::<A, EmptyHit>(freq)
     } else {
-        profiler.enable_sampling::<Agent, Walker>(freq)
+        profiler.enable_sampling::<A, Walker>(freq)
     }
     .map_err(|e| StartError::runtime("enabling Mono's sampler", e))?;
-    super::set_events(&profiler, config);
     // The thread running the init function initialises the runtime and runs Main.
     session::sample_thread(threads::gettid());
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
@@ -148,7 +155,7 @@ pub(super) fn start(mono: &'static Mono, config: &AgentConfig) -> Result<Snapsho
         "Mono's debug mode is {}",
         if debug { "on: samples by line" } else { "off: no samples by line (mono --debug)" }
     );
-    Ok(session::sampling_facts(config))
+    Ok((profiler, session::sampling_facts(config)))
 }
 
 // --- On the compiling thread: names. ----------------------------------------------------------
