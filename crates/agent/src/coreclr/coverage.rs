@@ -16,6 +16,7 @@
 //! compile the rewritten IL again). With `--all`, precompiled framework code is JIT-compiled
 //! instead so that it is rewritten too.
 
+use super::rewrite_error::RewriteError;
 use crate::ipc::link::SnapshotFacts;
 use crate::session::StartError;
 use sonde_clr::ProfilerInfo;
@@ -67,12 +68,12 @@ pub struct Instrumented {
 }
 
 /// Gives `body` a counter per block.
-pub fn instrument(body: &MethodBody) -> Result<Instrumented, String> {
-    let offsets: Box<[u32]> = leaders(body).map_err(|e| e.to_string())?.into();
+pub fn instrument(body: &MethodBody) -> Result<Instrumented, RewriteError> {
+    let offsets: Box<[u32]> = leaders(body)?.into();
     let counters: &'static [AtomicU32] = Box::leak(offsets.iter().map(|_| AtomicU32::new(0)).collect());
     let probes: Vec<[u8; 16]> = counters.iter().map(probe).collect();
     let inserts: Vec<(u32, &[u8])> = offsets.iter().zip(&probes).map(|(&o, p)| (o, &p[..])).collect();
-    let edited = body.insert(&inserts, PROBE_STACK).map_err(|e| e.to_string())?;
+    let edited = body.insert(&inserts, PROBE_STACK)?;
     Ok(Instrumented { body: edited, offsets, counters })
 }
 

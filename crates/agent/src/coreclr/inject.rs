@@ -20,6 +20,7 @@
 //! The rules, the decision and what happened to each fault are the same on every runtime:
 //! `crate::faults`. This file is what CoreCLR adds: the prologue and the metadata it needs.
 
+use super::rewrite_error::RewriteError;
 use crate::faults::{self, Site};
 use crate::tree::methods::methods;
 use sonde_clr::sys::*;
@@ -73,8 +74,14 @@ pub fn module_loaded(module: ModuleID) {
 
 /// The prologue that injects rule `rule`'s faults into method `method` (a methods-table id)
 /// of `module`, and its extra stack.
-pub fn prologue(info: &ProfilerInfo, module: ModuleID, rule: u32, method: u32, name: &str) -> Result<Vec<u8>, String> {
-    let site = Site::leak(rule, method, name).ok_or("no such rule")?;
+pub fn prologue(
+    info: &ProfilerInfo,
+    module: ModuleID,
+    rule: u32,
+    method: u32,
+    name: &str,
+) -> Result<Vec<u8>, RewriteError> {
+    let site = Site::leak(rule, method, name).ok_or(RewriteError::NoRule)?;
     let loaded = modules().loaded.clone();
     let (ctor, sig) = references(info, module, rule, site.exception(), &loaded)?;
     Ok(code(site, ctor, sig))
@@ -115,7 +122,7 @@ fn references(
     rule: u32,
     exception: &str,
     loaded: &[ModuleID],
-) -> Result<(u32, u32), String> {
+) -> Result<(u32, u32), RewriteError> {
     // One writer at a time (the modules' lock is not held while the runtime is called, but this
     // lock is: metadata calls never call back into the profiler).
     static EMIT: Mutex<()> = Mutex::new(());
@@ -124,10 +131,10 @@ fn references(
     if let Some((Some(ctor), Some(sig))) = known {
         return Ok((ctor, sig));
     }
-    let writer = info.module_writer(module).map_err(|e| format!("cannot write the module's metadata: {e}"))?;
+    let writer = info.module_writer(module).map_err(RewriteError::runtime("cannot write the module's metadata"))?;
     let sig = match known.and_then(|k| k.1) {
         Some(sig) => sig,
-        None => writer.signature_token(&CALLI_SIG).map_err(|e| format!("GetTokenFromSig: {e}"))?,
+        None => writer.signature_token(&CALLI_SIG).map_err(RewriteError::runtime("GetTokenFromSig"))?,
     };
     let ctor = match known.and_then(|k| k.0) {
         Some(ctor) => ctor,
@@ -138,28 +145,26 @@ fn references(
                 let (defining, _) = loaded
                     .iter()
                     .find_map(|&m| info.constructible_type(m, exception).map(|t| (m, t)))
-                    .ok_or_else(|| {
-                        format!(
-                            "no loaded assembly defines a public {exception} with a public constructor taking no arguments"
-                        )
-                    })?;
-                let assembly: AssemblyIdentity =
-                    info.assembly_identity(defining).map_err(|e| format!("reading {exception}'s assembly: {e}"))?;
+                    .ok_or_else(|| RewriteError::NoException(exception.to_string()))?;
+                let assembly: AssemblyIdentity = info
+                    .assembly_identity(defining)
+                    .map_err(RewriteError::runtime(format!("reading {exception}'s assembly")))?;
                 let cached = modules().refs.get(&module).and_then(|r| r.assembly_refs.get(&assembly.name).copied());
                 let scope = match cached {
                     Some(scope) => scope,
                     None => {
-                        let scope =
-                            writer.define_assembly_ref(&assembly).map_err(|e| format!("DefineAssemblyRef: {e}"))?;
+                        let scope = writer
+                            .define_assembly_ref(&assembly)
+                            .map_err(RewriteError::runtime("DefineAssemblyRef"))?;
                         modules().refs.entry(module).or_default().assembly_refs.insert(assembly.name.clone(), scope);
                         scope
                     }
                 };
                 let type_ref =
-                    writer.define_type_ref(scope, exception).map_err(|e| format!("DefineTypeRefByName: {e}"))?;
+                    writer.define_type_ref(scope, exception).map_err(RewriteError::runtime("DefineTypeRefByName"))?;
                 writer
                     .define_member_ref(type_ref, ".ctor", &sonde_clr::DEFAULT_CTOR_SIG)
-                    .map_err(|e| format!("DefineMemberRef: {e}"))?
+                    .map_err(RewriteError::runtime("DefineMemberRef"))?
             }
         }
     };

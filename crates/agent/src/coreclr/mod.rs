@@ -22,6 +22,7 @@ pub mod hooks;
 mod images;
 pub mod inject;
 mod rewrite;
+mod rewrite_error;
 
 use crate::base::log::log;
 use crate::base::running;

@@ -10,6 +10,7 @@
 //! tiered compilation the first compilation of every method is unoptimised and inlines nothing,
 //! so this matters for code compiled optimised at once (`AggressiveOptimization`, tiering off).
 
+use super::rewrite_error::RewriteError;
 use super::{coverage, inject};
 use crate::base::log::log;
 use crate::base::running;
@@ -107,9 +108,9 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
     let name = names.name.clone();
     let method = methods().insert(function, names);
     // Err(None): nothing to change after all (the rule's problem is recorded already).
-    let edited = (|| -> Result<_, Option<String>> {
-        let original = info.il_function_body(module, token).map_err(|e| format!("GetILFunctionBody: {e}"))?;
-        let mut body = MethodBody::parse(&original).map_err(|e| e.to_string())?;
+    let edited = (|| -> Result<_, Option<RewriteError>> {
+        let original = info.il_function_body(module, token).map_err(RewriteError::runtime("GetILFunctionBody"))?;
+        let mut body = MethodBody::parse(&original).map_err(RewriteError::from)?;
         let mut counters = None;
         if cover {
             let instrumented = coverage::instrument(&body)?;
@@ -119,20 +120,20 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
         let mut injected = None;
         if let Some(rule) = rule {
             match inject::prologue(info, module, rule, method, &name)
-                .and_then(|code| body.prepend(&code, inject::PROLOGUE_STACK).map_err(|e| e.to_string()))
+                .and_then(|code| Ok(body.prepend(&code, inject::PROLOGUE_STACK)?))
             {
                 Ok(with_prologue) => {
                     body = with_prologue;
                     injected = Some(rule);
                 }
                 // Coverage still applies when the fault cannot be injected.
-                Err(why) => faults::problem(rule, &name, &why),
+                Err(why) => faults::problem(rule, &name, &why.to_string()),
             }
         }
         if counters.is_none() && injected.is_none() {
             return Err(None);
         }
-        info.set_il_function_body(module, token, &body.encode()).map_err(|e| format!("SetILFunctionBody: {e}"))?;
+        info.set_il_function_body(module, token, &body.encode()).map_err(RewriteError::runtime("SetILFunctionBody"))?;
         if let Some(rule) = injected {
             faults::applied(rule, method);
         }
@@ -148,7 +149,7 @@ pub fn compiling(info: &ProfilerInfo, function: FunctionID) {
         Ok(None) => {}
         Err(None) => {}
         Err(Some(why)) => match rule {
-            Some(rule) => faults::problem(rule, &name, &why),
+            Some(rule) => faults::problem(rule, &name, &why.to_string()),
             None => log!("coverage: {name} left as it is: {why}"),
         },
     }
