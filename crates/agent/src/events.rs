@@ -60,6 +60,14 @@ pub fn configure(kinds: EventKinds) {
     KINDS.store(bits, Relaxed);
 }
 
+/// A new session: nothing counted yet (the session's kinds follow with [`configure`]).
+pub fn reset() {
+    *STATE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    EVERY.store(false, Relaxed);
+    EXACT.store(false, Relaxed);
+    SAMPLED.store(0, Relaxed);
+}
+
 /// The kinds recorded.
 pub fn kinds() -> EventKinds {
     let bits = KINDS.load(Relaxed);

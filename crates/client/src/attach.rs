@@ -179,51 +179,87 @@ impl Target {
         }
     }
 
-    /// How many copies of the agent earlier attaches left mapped in the process (a detached
-    /// agent stays loaded: see the agent's `process::stay_loaded`), not counting `this_one` (the
-    /// copy of this attach, as the process sees it: the runtime loads it even when it refuses).
-    fn earlier_copies(&self, this_one: &Path) -> usize {
-        let copy = format!("/{}", crate::launch::AGENT_LIBRARY);
-        let session = format!("/{}", crate::collector::SESSION_PREFIX);
+    /// The agent's copy for this process, as the process sees it: `sonde-agent-UID/` in its
+    /// temporary directory (private, this user's, checked whatever the umask), one file per agent
+    /// build (`libsonde_agent-HASH.so`, read-only, made once, whole under another name first).
+    ///
+    /// **The same path at every attach**, on purpose: a detached agent stays loaded (the agent's
+    /// `process::stay_loaded`), and the runtime's `dlopen` of a path already loaded hands back
+    /// that library, whose state the agent restarts (its `session::restart`). So a process
+    /// holds one loaded copy however often it is attached to — where a fresh copy per attach
+    /// each took static TLS of its own, and glibc's reserve ran out after a few.
+    pub fn agent_copy(&self, agent: &Path) -> Result<PathBuf> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+        let user = sonde_protocol::trust::user();
+        let dir_inside = self.tmp.join(format!("sonde-agent-{user}"));
+        let dir = self.host_path(&dir_inside);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => bail!("cannot make {}: {e}", dir.display()),
+        }
+        sonde_protocol::trust::check_private_dir(&dir)
+            .map_err(|e| anyhow::anyhow!("the agent's directory for process {}: {e}", self.pid))?;
+        let bytes = std::fs::read(agent).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", agent.display()))?;
+        let name = format!("{}-{:016x}.so", crate::launch::AGENT_LIBRARY.trim_end_matches(".so"), build_hash(&bytes));
+        let path = dir.join(&name);
+        let made = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_file() && m.uid() == user && m.mode() & 0o222 == 0 && m.len() == bytes.len() as u64);
+        if !made {
+            let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o700)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                .open(&tmp)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
+            file.write_all(&bytes)?;
+            file.set_permissions(std::fs::Permissions::from_mode(0o500))?;
+            drop(file);
+            std::fs::rename(&tmp, &path).map_err(|e| anyhow::anyhow!("cannot make {}: {e}", path.display()))?;
+        }
+        Ok(dir_inside.join(name))
+    }
+
+    /// Whether the process has the agent at `copy` (as it sees it) loaded: an earlier attach's.
+    fn has_loaded(&self, copy: &Path) -> bool {
         let maps = std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default();
-        let paths: std::collections::HashSet<&str> = maps
-            .lines()
-            .filter(|l| l.contains(&session) && l.contains(&copy))
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .filter(|p| Path::new(p) != this_one)
-            .collect();
-        paths.len()
+        maps.lines().filter_map(|l| l.split_whitespace().nth(5)).any(|p| Path::new(p) == copy)
     }
 
     /// Loads the agent at `agent` (a path as the process sees it) into the process, handing it
     /// `client_data`; returns once the agent is running (its `ProfilerAttachComplete` returned).
     /// A refusal because a profiler is there already is retried for a while when an earlier
-    /// attach left a Sonde agent there (one that just detached is unloaded in the background).
+    /// attach left this agent loaded there (one that just detached is released in the
+    /// background).
     pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
+        let loaded_before = self.has_loaded(agent);
         loop {
             match attach_profiler(socket, agent, client_data) {
                 Ok(()) => return Ok(()),
                 Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE))
-                    if self.earlier_copies(agent) > 0 && Instant::now() < deadline =>
+                    if loaded_before && Instant::now() < deadline =>
                 {
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE)) => {
                     bail!("process {} already has a profiler loaded (the runtime takes one per process)", self.pid)
                 }
-                // Each copy takes ~150 bytes of the static TLS glibc reserves for libraries loaded
-                // later (its thread-locals, some of them initial-exec for the signal handler);
-                // the reserve holds about 11 (measured on .NET 8, glibc 2.36).
-                Err(AttachError::Refused(0x8007_007E)) if self.earlier_copies(agent) > 0 => bail!(
-                    "cannot attach to process {}: the runtime could not load another copy of the agent after {} earlier attaches (each stays loaded, and glibc's room for their thread-local storage is likely used up); restart the process to attach again (README: attach limits)",
-                    self.pid,
-                    self.earlier_copies(agent)
-                ),
                 Err(e) => bail!("cannot attach to process {}: {e}", self.pid),
             }
         }
     }
+}
+
+/// Tells agent builds apart (not a security measure: the directory is private).
+fn build_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 fn read_nul_list(path: &Path) -> Vec<String> {

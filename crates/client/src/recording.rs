@@ -122,12 +122,11 @@ impl Recording {
         // The paths as the target sees them (the same ones unless it is in another mount namespace).
         let name = collector.dir().file_name().context("the session directory has no name")?.to_owned();
         let inside = target.tmp.join(name);
-        let copy = collector.dir().join(crate::launch::AGENT_LIBRARY);
-        copy_private(&agent, &copy).with_context(|| format!("cannot copy the agent to {}", copy.display()))?;
+        let copy = target.agent_copy(&agent)?;
         let mut config = options.config.clone();
         config.socket = Some(inside.join("agent.sock"));
         let asked = Instant::now();
-        target.attach(&socket, &inside.join(crate::launch::AGENT_LIBRARY), &config.to_client_data())?;
+        target.attach(&socket, &copy, &config.to_client_data())?;
         let latency = asked.elapsed();
         if collector.connected() == 0 {
             bail!("the runtime of process {pid} loaded the agent, but it did not connect (see --agent-log)");
@@ -270,19 +269,4 @@ pub fn running_facts(session: &Session, attached: bool, command: &[String]) -> R
 
 fn command_of(session: &Session) -> Vec<String> {
     session.hello.as_ref().map(|h| h.command_line.clone()).unwrap_or_default()
-}
-
-/// Copies the agent to `to`, readable and executable by the user alone.
-fn copy_private(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut source = std::fs::File::open(from)?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o700)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(to)?;
-    std::io::copy(&mut source, &mut file)?;
-    file.set_permissions(std::fs::Permissions::from_mode(0o500))?;
-    Ok(())
 }

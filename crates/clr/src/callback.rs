@@ -163,6 +163,9 @@ pub unsafe fn class_factory(
         return E_NOINTERFACE;
     }
     let _ = HANDLER.set(handler);
+    // A new load of the library (an attach after a detach: the same mapped library serves it)
+    // gets a handler that runs again, even if a panic switched the last one off.
+    DISABLED.store(false, Relaxed);
     // SAFETY: `ppv` is non-null and writable (caller contract).
     unsafe { *ppv = &FACTORY as *const _ as *mut c_void };
     S_OK

@@ -449,6 +449,16 @@ impl ProfilerInfo {
         Ok(session)
     }
 
+    /// Stops an EventPipe session [`event_pipe_start_session`](Self::event_pipe_start_session)
+    /// started (`EventPipeStopSession`): no more of its events are delivered.
+    pub fn event_pipe_stop_session(&self, session: u64) -> Result<(), HResult> {
+        if self.version < 12 {
+            return Err(HResult(E_NOTIMPL));
+        }
+        call!(self.EventPipeStopSession(session))?;
+        Ok(())
+    }
+
     /// The name of an EventPipe provider (`EventPipeGetProviderInfo`): tells the providers of
     /// [`crate::EventPipeEvent::provider`] apart.
     pub fn event_pipe_provider_name(&self, provider: EVENTPIPE_PROVIDER) -> Result<String, HResult> {

@@ -3,13 +3,24 @@
 
 use sonde_clr::ProfilerInfo;
 use sonde_clr::sys::FunctionID;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering::*};
 
-/// The runtime's `ICorProfilerInfo`, from `Initialize` on.
-pub(super) static INFO: OnceLock<ProfilerInfo> = OnceLock::new();
+/// The runtime's `ICorProfilerInfo` of the current session, from `Initialize` (or
+/// `InitializeForAttach`) on: a `ProfilerInfo` leaked by [`set_info`], or null.
+static INFO: AtomicPtr<ProfilerInfo> = AtomicPtr::new(std::ptr::null_mut());
 
 pub(super) fn info() -> Option<&'static ProfilerInfo> {
-    INFO.get()
+    // SAFETY: null or a `ProfilerInfo` leaked by `set_info`, never freed.
+    unsafe { INFO.load(Acquire).as_ref() }
+}
+
+/// The session's `ICorProfilerInfo`. Each attach gets a new one from the runtime (the last one's
+/// is gone with its detach), so it is replaced, not kept: the old one is leaked (a few words
+/// an attach) rather than freed under a reader that may still hold it, and never used again.
+pub(super) fn set_info(info: ProfilerInfo) -> &'static ProfilerInfo {
+    let info: &'static ProfilerInfo = Box::leak(Box::new(info));
+    INFO.store(std::ptr::from_ref(info).cast_mut(), Release);
+    info
 }
 
 /// `names` with the type arguments of the instantiation `function` is, if it is one: what tells

@@ -17,7 +17,7 @@ mod eventpipe;
 mod frames;
 mod info;
 
-use info::{INFO, info, with_type_arguments};
+use info::{info, set_info, with_type_arguments};
 pub mod hooks;
 mod images;
 pub mod inject;
@@ -52,7 +52,7 @@ thread_local! {
 impl ProfilerCallback for Clr {
     fn initialize(&self, info: ProfilerInfo) -> Result<(), HResult> {
         let loaded_by = format!("CoreCLR (ICorProfilerInfo{})", info.version);
-        let info = INFO.get_or_init(|| info);
+        let info = set_info(info);
         let runtime = RuntimeId { kind: "coreclr", loaded_by: &loaded_by };
         let set_up = |config: &AgentConfig| {
             crate::faults::configure(config, None);
@@ -75,7 +75,8 @@ impl ProfilerCallback for Clr {
     /// periodic snapshot if the process dies, and leaves nothing behind when it detaches.
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<(), HResult> {
         let loaded_by = format!("CoreCLR attach (ICorProfilerInfo{})", info.version);
-        let info = INFO.get_or_init(|| info);
+        let info = set_info(info);
+        ATTACH_COMPLETE.store(false, std::sync::atomic::Ordering::Release);
         if !crate::base::process::stay_loaded() {
             log!("cannot keep the agent loaded after a detach: refusing to attach");
             return Err(HResult(E_FAIL));
@@ -88,7 +89,10 @@ impl ProfilerCallback for Clr {
         session::on_detach(|| {
             // From the IPC thread, which makes no runtime call after this one; the runtime calls
             // back `ProfilerDetachSucceeded` once no callback runs, then unloads the agent (which
-            // stays mapped: `process::stay_loaded`). 300 ms: the shortest wait it allows.
+            // stays mapped: `process::stay_loaded`; an attach after this one gets it again).
+            // The EventPipe session ends first: the runtime would go on delivering its events.
+            // 300 ms: the shortest wait the runtime allows.
+            stop_event_pipe(info);
             match info.request_detach(300) {
                 Ok(()) => log!("detach requested"),
                 Err(e) => log!("RequestProfilerDetach failed: {e}; the agent stays, inert"),
@@ -515,7 +519,8 @@ fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig, exact: bool) {
         sampling::async_stacks::enable();
     }
     match info.event_pipe_start_session(&providers) {
-        Ok(_) => {
+        Ok(session) => {
+            EVENT_PIPE_SESSION.store(session, std::sync::atomic::Ordering::Relaxed);
             if runtime.is_some() && config.events.alloc {
                 events::set_allocation_sampling(AllocSampling::Sampled, eventpipe::TICK_BYTES);
             }
@@ -524,6 +529,19 @@ fn start_event_pipe(info: &ProfilerInfo, config: &AgentConfig, exact: bool) {
         Err(e) => {
             log!("EventPipeStartSession failed: {e}; allocations, lock contention and async stacks are not recorded")
         }
+    }
+}
+
+/// The EventPipe session [`start_event_pipe`] started (0: none).
+static EVENT_PIPE_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Ends the EventPipe session, if one runs (before a detach).
+fn stop_event_pipe(info: &ProfilerInfo) {
+    let session = EVENT_PIPE_SESSION.swap(0, std::sync::atomic::Ordering::Relaxed);
+    if session != 0
+        && let Err(e) = info.event_pipe_stop_session(session)
+    {
+        log!("EventPipeStopSession failed: {e}");
     }
 }
 

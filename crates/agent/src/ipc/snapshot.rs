@@ -121,6 +121,11 @@ pub fn contribute(contribution: Contribution) {
     }
 }
 
+/// A new session: no contribution until its parts register theirs.
+pub fn reset() {
+    CONTRIBUTIONS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 /// The contributions registered so far (a copy: a contribution may take its own locks).
 fn contributions() -> Vec<Contribution> {
     CONTRIBUTIONS.lock().unwrap_or_else(|e| e.into_inner()).clone()

@@ -52,6 +52,14 @@ pub fn enable() {
     ENABLED.store(true, Relaxed);
 }
 
+/// A new session: stitching off until the session turns it on, nothing pending or dropped.
+pub(super) fn reset() {
+    ENABLED.store(false, Relaxed);
+    DROPPED.store(0, Relaxed);
+    *STATE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    *STITCHER.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 pub fn enabled() -> bool {
     ENABLED.load(Relaxed)
 }

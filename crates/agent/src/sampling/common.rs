@@ -2,7 +2,7 @@
 //! the loss counters, and where trouble is reported. A leaf: it depends on nothing else here.
 
 use std::sync::OnceLock;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// What weights a sample.
@@ -24,25 +24,65 @@ pub(super) enum Sampler {
     External(Clock),
 }
 
-pub(super) struct Config {
-    pub interval: Duration,
-    pub sampler: Sampler,
-}
+/// The session's sampling interval in nanoseconds (0: sampling not configured), the one place
+/// it is kept: the sampler thread, the handlers, the timers and the drain all read it here.
+/// Atomic, not a `OnceLock`: an agent attached again gets the new session's rate.
+static INTERVAL_NS: AtomicU64 = AtomicU64::new(0);
+/// The session's [`Sampler`] ([`sampler`]'s encoding; 0: none).
+static SAMPLER: AtomicU8 = AtomicU8::new(0);
 
-pub(super) static CONFIG: OnceLock<Config> = OnceLock::new();
-
+/// Sets the session's interval and sampler (by `start` or `start_external`, before any thread is
+/// registered).
 pub(super) fn configure(interval: Duration, sampler: Sampler) {
-    let _ = CONFIG.set(Config { interval, sampler });
+    INTERVAL_NS.store((interval.as_nanos() as u64).max(1), Relaxed);
+    let code = match sampler {
+        Sampler::Signal => 1,
+        Sampler::External(Clock::Cpu) => 2,
+        Sampler::External(Clock::Wall) => 3,
+    };
+    SAMPLER.store(code, Relaxed);
 }
 
-/// True when samples come from an external sampler ([`start_external`]).
+/// The session's sampler, once configured. Async-signal-safe.
+pub(super) fn sampler() -> Option<Sampler> {
+    match SAMPLER.load(Relaxed) {
+        1 => Some(Sampler::Signal),
+        2 => Some(Sampler::External(Clock::Cpu)),
+        3 => Some(Sampler::External(Clock::Wall)),
+        _ => None,
+    }
+}
+
+/// True when samples come from an external sampler (`start_external`).
 pub fn external() -> bool {
-    CONFIG.get().is_some_and(|c| matches!(c.sampler, Sampler::External(_)))
+    matches!(sampler(), Some(Sampler::External(_)))
 }
 
-/// The sampling interval.
+/// The sampling interval (1 ms before it is configured). Async-signal-safe.
 pub fn interval() -> Duration {
-    CONFIG.get().map_or(Duration::from_millis(1), |c| c.interval)
+    match INTERVAL_NS.load(Relaxed) {
+        0 => Duration::from_millis(1),
+        ns => Duration::from_nanos(ns),
+    }
+}
+
+/// A new session: no sampler configured, no sample counted, neither stopped nor paused.
+pub(super) fn reset() {
+    INTERVAL_NS.store(0, Relaxed);
+    SAMPLER.store(0, Relaxed);
+    STOPPED.store(false, Relaxed);
+    PAUSED.store(false, Relaxed);
+    for counter in [
+        &COUNTERS.unknown_thread,
+        &COUNTERS.too_many_threads,
+        &COUNTERS.deferred,
+        &COUNTERS.no_managed_frames,
+        &COUNTERS.taken,
+        &COUNTERS.signal_blocked,
+        &COUNTERS.signal_taken,
+    ] {
+        counter.store(0, Relaxed);
+    }
 }
 
 /// The drain thread's doorbell: rung when a ring is half full, and to stop (`drain`).

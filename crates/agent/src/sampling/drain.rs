@@ -77,6 +77,15 @@ pub(super) fn stop() {
     }
 }
 
+/// A new session: no resolver (the next `start` installs the session's), no event stack queued
+/// or counted lost.
+pub(super) fn reset() {
+    *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    EVENT_STACKS_LOST.store(0, Relaxed);
+    SAMPLER_DRAINS.store(false, Relaxed);
+}
+
 /// Moves every ring's samples into the call trees. Serialised; runs on the drain thread and
 /// before every snapshot.
 ///

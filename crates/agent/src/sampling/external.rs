@@ -3,7 +3,7 @@
 //! handler of Sonde's: the runtime's handler calls [`record_for_current_thread`], and the drain
 //! thread does the rest as for the signal sampler.
 
-use super::common::{CONFIG, COUNTERS, Clock, Sampler, configure, thread_cpu_ns};
+use super::common::{COUNTERS, Clock, Sampler, configure, sampler, thread_cpu_ns};
 use super::drain;
 use super::paths::FrameResolver;
 use super::{ring, slots};
@@ -67,8 +67,7 @@ pub(super) fn start(
 /// `unknown_thread`; one waiting for a slot (more than [`slots::MAX_THREADS`] live at once)
 /// counts the tick as `too_many_threads`.
 pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64) {
-    let Some(config) = CONFIG.get() else { return };
-    let Sampler::External(clock) = config.sampler else { return };
+    let Some(Sampler::External(clock)) = sampler() else { return };
     if super::common::PAUSED.load(Relaxed) {
         return;
     }
@@ -89,7 +88,7 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
         Clock::Cpu => own_cpu_ns(),
     };
     let elapsed = now.saturating_sub(state.clock_ns.swap(now, Relaxed));
-    let interval_ns = config.interval.as_nanos().min(i64::MAX as u128) as i64;
+    let interval_ns = super::common::interval().as_nanos().min(i64::MAX as u128) as i64;
     let (periods, carry) = weigh(state.carry_ns.load(Relaxed), elapsed, interval_ns);
     state.carry_ns.store(carry, Relaxed);
     if periods == 0 {

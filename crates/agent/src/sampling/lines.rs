@@ -20,6 +20,11 @@ type Counts = AddressMap<(u32, u32), (u64, u64)>;
 static LINES: Mutex<Option<Counts>> = Mutex::new(None);
 
 /// The table, locked for a drain.
+/// A new session: no sample by line yet.
+pub(super) fn reset() {
+    *LINES.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 pub(super) fn table() -> Table<'static> {
     Table { lines: LINES.lock().unwrap_or_else(|e| e.into_inner()), seen: Vec::new() }
 }

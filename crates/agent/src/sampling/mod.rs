@@ -40,7 +40,7 @@ pub use symbols::{AddressMap, NativeNames, native_symbol};
 pub use common::{Clock, external, interval, on_notice};
 
 use crate::tree::threads::{self, ThreadState};
-use common::{CONFIG, COUNTERS, Sampler};
+use common::{COUNTERS, Sampler, sampler};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -97,7 +97,7 @@ pub fn set_paused(paused: bool) {
 /// trees. An external sampler (Mono's) is the runtime's to stop: its samples find no session.
 pub fn stop() {
     common::STOPPED.store(true, Relaxed);
-    if CONFIG.get().is_some_and(|c| c.sampler == Sampler::Signal) {
+    if sampler() == Some(Sampler::Signal) {
         signal::stop();
     }
     drain::stop();
@@ -107,7 +107,7 @@ pub fn stop() {
 /// thread itself does, its stack's limits are taken then — call it again from the thread if it
 /// was registered first from elsewhere). With every slot taken, the thread waits for one.
 pub fn register(tid: u32, thread: Arc<ThreadState>) {
-    let Some(config) = CONFIG.get() else { return };
+    let Some(sampler) = sampler() else { return };
     let _registering = slots::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
     let own_thread = tid == threads::gettid();
     let Some((index, new)) = slots::claim(tid) else {
@@ -116,14 +116,14 @@ pub fn register(tid: u32, thread: Arc<ThreadState>) {
         }
         return;
     };
-    match config.sampler {
+    match sampler {
         Sampler::Signal => signal::registered(index, tid, new, own_thread),
         Sampler::External(clock) if new => external::registered(index, tid, clock),
         Sampler::External(_) => {}
     }
     if new {
         slots::activate(index, tid, thread);
-        if config.sampler == Sampler::Signal {
+        if sampler == Sampler::Signal {
             signal::activated(index, tid);
         }
     }
@@ -134,6 +134,18 @@ pub fn register(tid: u32, thread: Arc<ThreadState>) {
 pub fn unregister(tid: u32) {
     let _registering = slots::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
     slots::unregister(tid);
+}
+
+/// A new session in a process whose agent sampled before (attached again: see `session`): the
+/// samplers' configuration, counters, slots, queued event stacks and lines start afresh. What
+/// is known of the process's code (native symbols, code shapes, module files) is kept: it is
+/// true whatever the session. Only between sessions: [`stop`] ended every sampling thread.
+pub fn reset() {
+    common::reset();
+    slots::reset();
+    drain::reset();
+    lines::reset();
+    async_stacks::reset();
 }
 
 /// Sonde's signal sampler (`signal`): installs the handler, starts the sampler and drain

@@ -294,6 +294,39 @@ pub(super) fn release_final() -> usize {
     released
 }
 
+/// A new session (an agent attached again): every slot free, its ring empty (kept for the next
+/// thread), its state given back, its generation moved on (a late signal of the last session is
+/// refused); no thread waits. Only between sessions: no sampler, handler or drain runs.
+pub(super) fn reset() {
+    let mut free = FREE_LIST.lock().unwrap_or_else(|e| e.into_inner());
+    free.clear();
+    for (index, slot) in used().iter().enumerate() {
+        if let Some(ring) = slot.ring() {
+            ring.drain(|_, _, _, _, _| {});
+            ring.dropped.store(0, Relaxed);
+        }
+        slot.active.store(false, Release);
+        slot.idle_periods.store(0, Relaxed);
+        slot.last_leaf.store(0, Relaxed);
+        slot.async_context.store(0, Relaxed);
+        let thread = slot.thread.swap(std::ptr::null_mut(), AcqRel);
+        if !thread.is_null() {
+            // SAFETY: as in `unbind`: made by `Arc::into_raw` in `activate`, swapped out here.
+            let thread = unsafe { Arc::from_raw(thread) };
+            thread.sampled.fetch_sub(1, AcqRel);
+        }
+        slot.tid.store(0, Release);
+        slot.generation.fetch_add(1, AcqRel);
+        slot.phase.store(FREE, Release);
+        free.push(index);
+    }
+    // Handed out lowest first, as in a fresh process.
+    free.reverse();
+    WAITING.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    WAITING_COUNT.store(0, Relaxed);
+    RETIRED_DROPPED.store(0, Relaxed);
+}
+
 /// Thread `tid` found every slot taken.
 fn wait(tid: u32) {
     let mut waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());

@@ -21,8 +21,8 @@ use crate::signals;
 use crate::tree::{clock, threads};
 use sonde_profile::{Mode, Runtime};
 use sonde_protocol::{AgentConfig, Hello, PROTOCOL_VERSION};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::*};
 
 /// The session of this process, once [`start`] succeeded.
 pub struct Session {
@@ -34,9 +34,20 @@ pub struct Session {
     shut_down: AtomicBool,
 }
 
-static SESSION: OnceLock<Session> = OnceLock::new();
-/// Set by the first [`start`] (a second one is refused: one session per process).
-static STARTED: AtomicBool = AtomicBool::new(false);
+/// The current (or last) session: a `Session` leaked by [`start`] (a few hundred bytes a
+/// session, never freed: a late reader may still hold the last one), or null before the first.
+static SESSION: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
+/// Set while a session is starting or running: a second start meanwhile is refused (one
+/// session at a time). Cleared when an attached session finished ([`finish`]): the same
+/// loaded agent then serves the next attach, from a clean state ([`restart`]).
+static RUNNING: AtomicBool = AtomicBool::new(false);
+/// Sessions started in this process so far.
+static SESSIONS: AtomicU32 = AtomicU32::new(0);
+
+fn current() -> Option<&'static Session> {
+    // SAFETY: null, or a `Session` leaked by `try_start` and never freed.
+    unsafe { SESSION.load(Acquire).as_ref() }
+}
 
 /// Why a session did not start. Logged (when there is a log) and, once the controller is
 /// connected, sent to it: it prints it as the reason the process was not profiled.
@@ -98,9 +109,12 @@ pub fn start(
 ) -> Result<&'static Session, StartError> {
     let started = try_start(runtime, source, version, set_up);
     if let Err(e) = &started {
-        // A second start leaves the first one's session alone.
+        // A second start leaves the first one's session alone; a failed one leaves the agent
+        // off, and free for the next attach.
         if !matches!(e, StartError::AlreadyStarted) {
             running::switch_off_quietly();
+            running::set_mode(None);
+            RUNNING.store(false, SeqCst);
         }
         log!("{e}");
     }
@@ -113,7 +127,6 @@ fn try_start(
     version: impl FnOnce() -> String,
     set_up: impl FnOnce(&AgentConfig) -> Result<SnapshotFacts, StartError>,
 ) -> Result<&'static Session, StartError> {
-    clock::start();
     crate::base::log::install_panic_hook();
     running::on_disable(|| {
         log!("a callback panicked; profiling stops here");
@@ -130,9 +143,10 @@ fn try_start(
         crate::base::log::open(path);
     }
     log!("loaded by {}; config {config:?}", runtime.loaded_by);
-    if STARTED.swap(true, Relaxed) {
+    if RUNNING.swap(true, SeqCst) {
         return Err(StartError::AlreadyStarted);
     }
+    restart();
     let socket = config.socket.clone().ok_or(StartError::NoController)?;
     // The environment that names the socket outlives the controller: a process started after it
     // ended may find the path re-created by someone else. Check before a word is said; the link
@@ -168,7 +182,9 @@ fn try_start(
         }
     };
     let mode = config.mode;
-    let session = SESSION.get_or_init(|| Session { config, attached, link, facts, shut_down: AtomicBool::new(false) });
+    let session: &'static Session =
+        Box::leak(Box::new(Session { config, attached, link, facts, shut_down: AtomicBool::new(false) }));
+    SESSION.store(std::ptr::from_ref(session).cast_mut(), Release);
     running::set_mode(Some(mode));
     // Whichever comes first sends the final snapshot: the runtime's shutdown event, or the
     // process's exit — a host that exits without shutting its runtime down (Python with
@@ -188,12 +204,32 @@ pub fn get() -> Option<&'static Session> {
     if !running::enabled() {
         return None;
     }
-    SESSION.get()
+    current()
+}
+
+/// Everything of a session before this one back to a clean state, so that a second session in
+/// one process (an agent attached again: the runtime loads the same library, whose statics
+/// live on) starts as the first did: the clock's start, the threads and their trees, the
+/// runtime events, the samplers' state, the snapshot's contributions and requests. What is known
+/// of the process (method names and ids, native symbols, code shapes) is kept. Nothing of the
+/// last session runs any more: its threads were joined or ended in [`finish`].
+fn restart() {
+    clock::start();
+    if SESSIONS.fetch_add(1, Relaxed) == 0 {
+        return;
+    }
+    running::enable();
+    threads::reset();
+    crate::events::reset();
+    sampling::reset();
+    crate::ipc::snapshot::reset();
+    crate::ipc::walk::reset();
+    *DETACH.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// Tells the controller something went wrong (it prints the message).
 pub fn send_error(message: String) {
-    if let Some(session) = SESSION.get() {
+    if let Some(session) = current() {
         session.link.send_error(message);
     }
 }
@@ -258,11 +294,11 @@ pub fn final_snapshot(why: &str) {
 
 /// How the backend hands the process back to the runtime once profiling finished (CoreCLR:
 /// `RequestProfilerDetach`), set where the backend supports it.
-static DETACH: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
+static DETACH: Mutex<Option<Box<dyn Fn() + Send + Sync>>> = Mutex::new(None);
 
 /// Sets how [`finish`] detaches the agent.
 pub fn on_detach(detach: impl Fn() + Send + Sync + 'static) {
-    let _ = DETACH.set(Box::new(detach));
+    *DETACH.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(detach));
 }
 
 /// The controller asked to stop profiling while the process runs on (`ControllerMessage::Finish`:
@@ -273,14 +309,21 @@ fn finish() {
     guarded((), || {
         // Sampling stops first, so that the final snapshot holds every sample taken, and the
         // controller, once it has it, finds nothing of ours running but this thread.
-        if SESSION.get().is_some_and(|s| s.facts.sampling) {
+        if current().is_some_and(|s| s.facts.sampling) {
             sampling::stop();
         }
         final_snapshot("finished by the controller");
         running::switch_off_quietly();
         running::set_mode(None);
-        match DETACH.get() {
-            Some(detach) => detach(),
+        let detach = DETACH.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match detach {
+            Some(detach) => {
+                detach();
+                // The runtime takes a new attach only once this agent is detached: the same
+                // loaded library then serves it ([`restart`]). Nothing of ours runs by then but
+                // this thread, on its way out.
+                RUNNING.store(false, SeqCst);
+            }
             None => log!("profiling stopped; this runtime cannot detach the agent, which stays inert"),
         }
     });
@@ -291,7 +334,7 @@ fn finish() {
 /// records any more; a launched one runs on as before (its final snapshot is spilled at exit
 /// for a controller that may still read it).
 fn controller_gone() {
-    if SESSION.get().is_some_and(|s| s.attached) && running::enabled() {
+    if current().is_some_and(|s| s.attached) && running::enabled() {
         log!("an attached session without its controller: finishing");
         finish();
     }
@@ -304,10 +347,15 @@ fn final_snapshot_at_exit() {
     extern "C" fn at_exit() {
         guarded((), || final_snapshot("exit"));
     }
-    // SAFETY: registers a function of this library (which the runtime never unloads) to run at exit.
-    if unsafe { libc::atexit(at_exit) } != 0 {
-        log!("cannot register the exit handler");
-    }
+    // Once per process, whatever the sessions: the handler serves the one running at exit.
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: registers a function of this library (which the runtime never unloads) to run
+        // at exit.
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            log!("cannot register the exit handler");
+        }
+    });
 }
 
 /// What each mode needs to know about a thread the runtime reports started, on any thread.

@@ -16,9 +16,18 @@ fn epoch() -> &'static Epoch {
     EPOCH.get_or_init(|| Epoch { tick: read(), instant: Instant::now() })
 }
 
-/// Fixes the calibration start; call once at start-up.
+/// Where the session's elapsed time starts, in nanoseconds after the calibration epoch (0 for
+/// the first session; an agent attached again starts counting anew).
+static SESSION_START_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Fixes the calibration start (the first time), and the start of the session's elapsed time.
 pub fn start() {
-    epoch();
+    let since_epoch = epoch().instant.elapsed().as_nanos() as u64;
+    SESSION_START_NS.store(since_epoch, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn session_start_ns() -> u64 {
+    SESSION_START_NS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -57,14 +66,14 @@ pub fn ns_per_tick() -> f64 {
     if ticks == 0 { 1.0 } else { ns / ticks as f64 }
 }
 
-/// Nanoseconds since start-up.
+/// Nanoseconds since the session started.
 pub fn elapsed_ns() -> u64 {
-    epoch().instant.elapsed().as_nanos() as u64
+    (epoch().instant.elapsed().as_nanos() as u64).saturating_sub(session_start_ns())
 }
 
-/// A tick read by [`ticks`] as nanoseconds since start-up (0 for one read before it).
+/// A tick read by [`ticks`] as nanoseconds since the session started (0 for one read before it).
 pub fn tick_to_elapsed_ns(tick: u64, ns_per_tick: f64) -> u64 {
-    ticks_to_ns(tick.saturating_sub(epoch().tick), ns_per_tick)
+    ticks_to_ns(tick.saturating_sub(epoch().tick), ns_per_tick).saturating_sub(session_start_ns())
 }
 
 /// Ticks → nanoseconds.

@@ -212,6 +212,17 @@ impl Registry {
     }
 }
 
+/// A new session (an agent attached again): every thread's state and tree of the last session is
+/// dropped, the registry starts empty. Only between sessions: nothing samples or records, and
+/// no thread-local slot points into the registry (sampling mode, the only one that attaches,
+/// reaches states through the registry, never through the slot).
+pub fn reset() {
+    let _folding = FOLDING.lock().unwrap_or_else(|e| e.into_inner());
+    let old = REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).take();
+    ENDED.store(0, Relaxed);
+    drop(old);
+}
+
 /// Closes thread `tid`'s tree, if it has one (it stays in the profile, on its own or folded).
 pub fn end(tid: u32) {
     let state = {
