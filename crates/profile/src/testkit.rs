@@ -1,5 +1,9 @@
-//! Profiles for tests: a builder for hand-made trees and a proptest strategy for random ones.
-//! Both fill node totals from the selves (total = self + children's totals), as an agent would.
+//! Profiles for tests: a builder for hand-made trees, nodes from rows and a proptest strategy
+//! for random ones. All fill node totals from the selves (total = self + children's totals,
+//! saturating), as an agent would.
+//!
+//! This crate's own tests use it; other crates' tests take it through the `testkit` feature (a
+//! dev-dependency on `sonde-profile` with `features = ["testkit"]`).
 
 use proptest::prelude::*;
 
@@ -28,8 +32,36 @@ pub fn run_info(mode: Mode) -> RunInfo {
     }
 }
 
+/// `(thread, parent, method, calls, self_ns, self_samples)`: one node of [`nodes`].
+pub type Row = (u32, Option<u32>, u32, u64, u64, u64);
+
+/// Nodes from rows (parents before children), with their totals filled in.
+pub fn nodes(rows: &[Row]) -> Vec<Node> {
+    let mut nodes: Vec<Node> = rows
+        .iter()
+        .map(|&(thread, parent, method, calls, self_ns, self_samples)| Node {
+            thread,
+            parent,
+            method,
+            calls,
+            self_ns,
+            total_ns: 0,
+            self_samples,
+            total_samples: 0,
+        })
+        .collect();
+    crate::delta::fill_totals(&mut nodes);
+    nodes
+}
+
 pub struct Builder {
     profile: Profile,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
 }
 
 impl Builder {

@@ -202,4 +202,19 @@ mod tests {
             "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed, flamegraph, chrome, lcov or cobertura)"
         );
     }
+
+    /// `--format` offers every format, in `Format::ALL`'s order, by its name (and, unlike
+    /// `FromStr`, only as written).
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_takes_formats_by_name() {
+        use clap::ValueEnum;
+        let names: Vec<String> = Format::value_variants()
+            .iter()
+            .filter_map(|f| Some(f.to_possible_value()?.get_name().to_string()))
+            .collect();
+        assert_eq!(names, Format::ALL.map(|f| f.name().to_string()));
+        assert_eq!(<Format as ValueEnum>::from_str("lcov", false), Ok(Format::Lcov));
+        assert!(<Format as ValueEnum>::from_str("JSON", false).is_err());
+    }
 }
