@@ -70,10 +70,6 @@ fn nasty_profile() -> Profile {
     ]);
     let wall_ns = 2_000_000;
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
         events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,
@@ -107,6 +103,7 @@ fn nasty_profile() -> Profile {
             })
             .collect(),
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
 

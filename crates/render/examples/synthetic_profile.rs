@@ -76,11 +76,6 @@ fn profile(n: usize) -> Profile {
     let nodes = nodes(&rows);
     let wall_ns = nodes.iter().filter(|n| n.parent.is_none()).map(|n| n.total_ns).max().unwrap_or(0);
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: RunInfo {
             command: vec!["dotnet".into(), "Synthetic.dll".into()],
             pid: 1,
@@ -100,6 +95,7 @@ fn profile(n: usize) -> Profile {
             })
             .collect(),
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
 

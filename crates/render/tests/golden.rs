@@ -473,15 +473,11 @@ fn json_reports_recursion_aware_totals_and_exact_names() {
 #[test]
 fn an_empty_profile_renders() {
     let profile = Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Tracing),
         methods: vec![],
         threads: vec![],
         nodes: vec![],
+        ..sonde_profile::testkit::blank()
     };
     for format in Format::ALL {
         // Folded stacks of nothing are no lines at all.

@@ -57,11 +57,6 @@ fn threads() -> Vec<Thread> {
 /// Exact tracing: recursion, both overloads of `Html` under the same caller, a weightless node.
 pub fn tracing() -> Profile {
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
         threads: threads(),
@@ -79,6 +74,7 @@ pub fn tracing() -> Profile {
             (1, Some(8), 5, 1000, 66_000, 0),
             (2, None, 8, 1, 0, 0),
         ]),
+        ..sonde_profile::testkit::blank()
     }
 }
 
@@ -86,11 +82,6 @@ pub fn tracing() -> Profile {
 pub fn sampling() -> Profile {
     let ms = 1_000_000;
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Sampling),
         methods: methods(),
         threads: threads(),
@@ -104,6 +95,7 @@ pub fn sampling() -> Profile {
             (1, None, 8, 0, 0, 0),
             (1, Some(6), 4, 0, 3 * ms, 3),
         ]),
+        ..sonde_profile::testkit::blank()
     }
 }
 
@@ -155,14 +147,10 @@ pub fn recursive() -> Profile {
         nodes[i].total_ns += 250;
     }
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
         threads: threads(),
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
