@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sonde_profile::{
     AllocSampling, AllocationCount, Allocations, CallTrace, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary,
-    Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, ThreadTrace,
+    Loading, Method, Mode, ModuleLoad, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, ThreadTrace,
     Timeline, TimelineEvent, TimelineKind, Timing, TraceEvent,
 };
 use support::*;
