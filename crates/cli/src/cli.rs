@@ -1,4 +1,6 @@
-//! The command line. Clap types stay here; they become plain option structs at the edge.
+//! The command line. Clap types stay here; they become plain option structs at the edge. The values
+//! `--mode`, `--timing`, `--clock`, `--alloc-sampling` and `--format` take are the model's own types
+//! (`clap::ValueEnum` from the `clap` features of sonde-profile and sonde-render).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sonde_profile::{AllocSampling, Mode, SampleClock, Timing};
