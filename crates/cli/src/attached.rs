@@ -33,14 +33,14 @@ const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Returns the exit code `sonde` should end with.
 pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
-    if args.alloc_sampling == crate::cli::AllocSamplingArg::Exact {
+    if args.alloc_sampling == sonde_profile::AllocSampling::Exact {
         // The runtime takes the flag that reports every allocation at start-up only.
         anyhow::bail!(
             "--alloc-sampling exact needs the program started by sonde (the runtime allows it at start-up only); attach with --alloc-sampling sampled"
         );
     }
     // What is wrong with the target first (`Recording::attach` looks again, just before the attach).
-    if args.mode() == crate::cli::ModeArg::Sampling {
+    if args.mode() == sonde_profile::Mode::Sampling {
         sonde_client::attach::Target::inspect(pid)?;
     }
     let output = output::Output::prepare(&args.output, args.force)?;

@@ -1,7 +1,11 @@
-//! The command line. Clap types stay here; they become plain option structs at the edge.
+//! The command line. Clap types stay here; they become plain option structs at the edge. The values
+//! `--mode`, `--timing`, `--clock`, `--alloc-sampling` and `--format` take are the model's own types
+//! (`clap::ValueEnum` from the `clap` features of sonde-profile and sonde-render).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use sonde_profile::{AllocSampling, Mode, SampleClock, Timing};
 use sonde_protocol::config::EventKinds;
+use sonde_render::Format;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -151,14 +155,14 @@ pub struct TopArgs {
     #[arg(long, value_name = "PID", conflicts_with = "command")]
     pub pid: Option<u32>,
     /// Sampling, or (for a program top starts) tracing, with a calls column.
-    #[arg(long, value_enum, default_value_t = ModeArg::Sampling)]
-    pub mode: ModeArg,
+    #[arg(long, value_enum, default_value_t = Mode::Sampling)]
+    pub mode: Mode,
     /// Samples per second per thread.
     #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
     pub rate: u64,
     /// The clock that drives the sampler.
-    #[arg(long, value_enum, default_value_t = ClockArg::Cpu)]
-    pub clock: ClockArg,
+    #[arg(long, value_enum, default_value_t = SampleClock::Cpu)]
+    pub clock: SampleClock,
     /// Seconds between refreshes.
     #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_duration)]
     pub refresh: std::time::Duration,
@@ -173,54 +177,21 @@ pub struct TopArgs {
     pub command: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Periodic stack samples of every thread: low overhead, no filters needed.
-    Sampling,
-    /// Enter/leave hooks on every traced method: exact call counts.
-    Tracing,
-    /// Counters inserted into the program's code (CoreCLR, a program sonde starts): which
-    /// methods, blocks and source lines ran, and how often (docs/COVERAGE.md).
-    Coverage,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AllocSamplingArg {
-    Sampled,
-    Exact,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClockArg {
-    /// Thread CPU time: a thread is sampled only while it runs.
-    Cpu,
-    /// Wall time: every thread, running or blocked.
-    Wall,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TimingArg {
-    /// Timestamps on every enter and leave, hook cost compensated.
-    Exact,
-    /// No clock on the hot path: a sampler thread attributes time to each thread's current call.
-    Sampled,
-}
-
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// `sampling` (the default) or `tracing`; a native program built with
     /// `-finstrument-functions` is traced (its compiler-inserted hooks: docs/NATIVE.md).
     #[arg(long = "mode", value_enum)]
-    pub mode_arg: Option<ModeArg>,
+    pub mode_arg: Option<Mode>,
     /// Tracing mode: how time is measured.
-    #[arg(long, value_enum, default_value_t = TimingArg::Exact)]
-    pub timing: TimingArg,
+    #[arg(long, value_enum, default_value_t = Timing::Exact)]
+    pub timing: Timing,
     /// Sampling mode: samples per second per thread.
     #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=20_000))]
     pub rate: u64,
     /// Sampling mode: the clock that drives the sampler.
-    #[arg(long, value_enum, default_value_t = ClockArg::Cpu)]
-    pub clock: ClockArg,
+    #[arg(long, value_enum, default_value_t = SampleClock::Cpu)]
+    pub clock: SampleClock,
     /// Trace only methods whose `Namespace.Type.Method` or assembly name matches this glob
     /// (repeatable). An include overrides the default that skips the framework.
     #[arg(long = "include", value_name = "PATTERN")]
@@ -241,7 +212,7 @@ pub struct RecordArgs {
     /// call-tree node too). Exact slows an allocation-heavy program down several times on
     /// CoreCLR (its JIT leaves the fast allocators) and cannot be switched on by `--pid`.
     #[arg(long, value_name = "HOW", value_enum, default_value = "sampled")]
-    pub alloc_sampling: AllocSamplingArg,
+    pub alloc_sampling: AllocSampling,
     /// Mono: count caught exceptions too (CoreCLR always does). Off by default because Mono then
     /// reports every `finally` block the program runs, thrown or not (~11 ns each: a `lock`- or
     /// `using`-heavy loop can run twice as slow; docs/EVENTS.md).
@@ -315,37 +286,12 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// Hot methods and a caller/callee report, for a terminal.
-    Text,
-    /// The `sonde.report/1` JSON contract.
-    Json,
-    /// One self-contained interactive page (flame graph, tables, call tree, callers/callees).
-    Html,
-    /// speedscope's JSON format (open in speedscope.app).
-    Speedscope,
-    /// gzip-compressed profile.proto (go tool pprof, Pyroscope).
-    Pprof,
-    /// Folded stacks (`a;b;c N`), for flamegraph.pl, inferno and friends.
-    Collapsed,
-    /// A flame graph as SVG.
-    Flamegraph,
-    /// The run's timeline (collections, module loads, compilations, throws) in Chrome's trace
-    /// event format: Perfetto, chrome://tracing.
-    Chrome,
-    /// Coverage mode's lines as an lcov tracefile (genhtml, CI services).
-    Lcov,
-    /// Coverage mode's lines as Cobertura XML (CI services).
-    Cobertura,
-}
-
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A profile written by `sonde record`.
     pub file: PathBuf,
-    #[arg(short, long, value_enum, default_value_t = FormatArg::Text)]
-    pub format: FormatArg,
+    #[arg(short, long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Write the report here instead of stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -392,10 +338,10 @@ fn parse_events(list: &str) -> Result<EventKinds, String> {
 
 impl RecordArgs {
     /// The mode: as given, else tracing for an instrumented native program, else sampling.
-    pub fn mode(&self) -> ModeArg {
+    pub fn mode(&self) -> Mode {
         self.mode_arg.unwrap_or_else(|| {
             let native = self.command.first().is_some_and(|p| sonde_client::launch::is_instrumented_native(p));
-            if native { ModeArg::Tracing } else { ModeArg::Sampling }
+            if native { Mode::Tracing } else { Mode::Sampling }
         })
     }
 }

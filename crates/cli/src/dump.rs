@@ -112,7 +112,7 @@ fn stacks(session: &Session) -> Vec<ThreadStack> {
             while let Some(index) = node {
                 let Some(record) = t.nodes.get(index as usize) else { break };
                 let (method, module) = match session.methods.get(&record.method) {
-                    Some(m) => (m.name.clone(), m.module.clone()),
+                    Some(m) => (m.names.name.clone(), m.names.module.clone()),
                     None => (format!("<unknown method {}>", record.method), String::new()),
                 };
                 frames.push((method, module));

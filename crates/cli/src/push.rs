@@ -45,7 +45,7 @@ pub fn start(args: &RecordArgs) -> Result<Option<Pushing>> {
         }
         return Ok(None);
     };
-    if args.mode() != crate::cli::ModeArg::Sampling {
+    if args.mode() != sonde_profile::Mode::Sampling {
         anyhow::bail!(
             "--push goes with --mode sampling (continuous profiling samples; it never changes the program's code)"
         );

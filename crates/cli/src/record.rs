@@ -1,6 +1,6 @@
 //! `sonde record`: launch the program with the agent attached, collect, write, summarise.
 
-use crate::cli::{AllocSamplingArg, ClockArg, ModeArg, RecordArgs, TimingArg};
+use crate::cli::RecordArgs;
 use crate::control;
 use crate::output;
 use crate::summary;
@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use sonde_client::assemble::{RunFacts, assemble};
 use sonde_client::collector::{Collector, Session};
 use sonde_client::launch;
-use sonde_profile::{Mode, SampleClock, Timing};
+use sonde_profile::{AllocSampling, Mode, Timing};
 use sonde_protocol::config::EventKinds;
 use sonde_protocol::{AgentConfig, MethodFilter};
 use sonde_render::fmt::Clean;
@@ -32,10 +32,10 @@ pub struct Verbosity {
 
 /// `--call-trace` records instrumented native code's calls, with their times.
 fn check_call_trace(args: &RecordArgs) -> Result<()> {
-    if args.mode() != ModeArg::Tracing {
+    if args.mode() != Mode::Tracing {
         anyhow::bail!("--call-trace goes with --mode tracing (it records the calls the hooks see)");
     }
-    if args.timing == TimingArg::Sampled {
+    if args.timing == Timing::Sampled {
         anyhow::bail!("--call-trace goes with --timing exact (each of its events carries its time)");
     }
     let native = args.command.first().is_some_and(|p| launch::is_instrumented_native(p));
@@ -64,18 +64,18 @@ fn read_inject_file(args: &mut RecordArgs) -> Result<()> {
 pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     // Decided once: telling an instrumented native program reads its executable.
     args.mode_arg = Some(args.mode());
-    if args.native_hooks && args.mode() != ModeArg::Tracing {
+    if args.native_hooks && args.mode() != Mode::Tracing {
         anyhow::bail!("--native-hooks goes with --mode tracing (the native functions are traced through their hooks)");
     }
     if args.call_trace.is_some() {
         check_call_trace(&args)?;
     }
-    if args.mode() == ModeArg::Coverage && args.pid.is_some() {
+    if args.mode() == Mode::Coverage && args.pid.is_some() {
         anyhow::bail!(
             "--mode coverage needs a program sonde starts: a running process has compiled its methods already"
         );
     }
-    if args.async_stacks && args.mode() != ModeArg::Sampling {
+    if args.async_stacks && args.mode() != Mode::Sampling {
         anyhow::bail!("--async goes with --mode sampling (it puts samples under the stack that awaited)");
     }
     if args.async_stacks && args.command.first().is_some_and(|p| launch::is_mono(p)) {
@@ -220,27 +220,17 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
 
 /// The agent's configuration from the command line; `socket` as the agent will see it.
 pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
-    let exact = args.alloc_sampling == AllocSamplingArg::Exact;
+    let exact = args.alloc_sampling == AllocSampling::Exact;
     AgentConfig {
         socket: Some(socket),
-        mode: match args.mode() {
-            ModeArg::Tracing => Mode::Tracing,
-            ModeArg::Sampling => Mode::Sampling,
-            ModeArg::Coverage => Mode::Coverage,
-        },
-        timing: match args.timing {
-            TimingArg::Exact => Timing::Exact,
-            TimingArg::Sampled => Timing::Sampled,
-        },
+        mode: args.mode(),
+        timing: args.timing,
         filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
         interval_us: match args.mode() {
-            ModeArg::Tracing | ModeArg::Coverage => args.interval_us,
-            ModeArg::Sampling => (1_000_000 / args.rate).max(1),
+            Mode::Tracing | Mode::Coverage => args.interval_us,
+            Mode::Sampling => (1_000_000 / args.rate).max(1),
         },
-        clock: match args.clock {
-            ClockArg::Cpu => SampleClock::Cpu,
-            ClockArg::Wall => SampleClock::Wall,
-        },
+        clock: args.clock,
         log: args.agent_log.clone(),
         // Benchmarks set SONDE_BENCH_HOOKS in sonde's own environment; it passes through.
         bench_hooks: None,

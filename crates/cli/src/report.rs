@@ -1,6 +1,6 @@
 //! `sonde report`: render a profile file.
 
-use crate::cli::{DiffArgs, DiffFormatArg, FormatArg, NormalizeArg, ReportArgs};
+use crate::cli::{DiffArgs, DiffFormatArg, NormalizeArg, ReportArgs};
 use anyhow::{Context, Result};
 use sonde_render::{Format, renderer};
 use std::io::{BufWriter, Write};
@@ -10,18 +10,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     if let Some(method) = &args.lines {
         return lines(&args, &profile, method);
     }
-    let format = match args.format {
-        FormatArg::Text => Format::Text,
-        FormatArg::Json => Format::Json,
-        FormatArg::Html => Format::Html,
-        FormatArg::Speedscope => Format::Speedscope,
-        FormatArg::Pprof => Format::Pprof,
-        FormatArg::Collapsed => Format::Collapsed,
-        FormatArg::Flamegraph => Format::Flamegraph,
-        FormatArg::Chrome => Format::Chrome,
-        FormatArg::Lcov => Format::Lcov,
-        FormatArg::Cobertura => Format::Cobertura,
-    };
+    let format = args.format;
     // Just my code (sonde_profile::view): the JSON keeps every frame, marked with its kind.
     let view = match format {
         Format::Json => sonde_profile::view::View::ALL,
@@ -78,7 +67,7 @@ pub fn diff(args: DiffArgs) -> Result<()> {
 
 /// `--lines METHOD`: the line table of the methods it names.
 fn lines(args: &ReportArgs, profile: &sonde_profile::Profile, method: &str) -> Result<()> {
-    if !matches!(args.format, FormatArg::Text) {
+    if !matches!(args.format, Format::Text) {
         anyhow::bail!("--lines writes a text table: leave out --format (or use --format text)");
     }
     let mut buf = Vec::new();

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use sonde_profile::{
     AllocSampling, AllocationCount, Allocations, CallTrace, ExceptionCount, GcCollection, GcKind, GcReason, GcSummary,
-    Loading, Method, Mode, ModuleLoad, Node, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, ThreadTrace,
+    Loading, Method, Mode, ModuleLoad, NodeEvents, Profile, RunInfo, Runtime, RuntimeEvents, Thread, ThreadTrace,
     Timeline, TimelineEvent, TimelineKind, Timing, TraceEvent,
 };
 use support::*;
@@ -58,40 +58,18 @@ fn nasty_profile() -> Profile {
         method(NASTY_METHODS[2], "() -> </script><script>alert(8)</script>", "Acme"),
         method("Acme.Text.Line\u{2028}Separator&amp;</style>", "() -> void", "Acme"),
     ];
-    // (thread, parent, method, calls, self_ns)
-    let rows: [(u32, Option<u32>, u32, u64, u64); 7] = [
-        (0, None, 0, 1, 100_000),
-        (0, Some(0), 1, 3, 500_000),
-        (0, Some(1), 2, 5, 300_000),
-        (0, Some(2), 3, 7, 200_000),
-        (0, Some(0), 4, 2, 50_000),
-        (1, None, 2, 1, 150_000),
-        (1, Some(5), 3, 4, 90_000),
-    ];
-    let mut nodes: Vec<Node> = rows
-        .iter()
-        .map(|&(thread, parent, method, calls, self_ns)| Node {
-            thread,
-            parent,
-            method,
-            calls,
-            self_ns,
-            total_ns: self_ns,
-            self_samples: 0,
-            total_samples: 0,
-        })
-        .collect();
-    for i in (0..nodes.len()).rev() {
-        if let Some(p) = nodes[i].parent {
-            nodes[p as usize].total_ns += nodes[i].total_ns;
-        }
-    }
+    // (thread, parent, method, calls, self_ns, self_samples)
+    let nodes = sonde_profile::testkit::nodes(&[
+        (0, None, 0, 1, 100_000, 0),
+        (0, Some(0), 1, 3, 500_000, 0),
+        (0, Some(1), 2, 5, 300_000, 0),
+        (0, Some(2), 3, 7, 200_000, 0),
+        (0, Some(0), 4, 2, 50_000, 0),
+        (1, None, 2, 1, 150_000, 0),
+        (1, Some(5), 3, 4, 90_000, 0),
+    ]);
     let wall_ns = 2_000_000;
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
         events: nasty_events(),
         run: RunInfo {
             mode: Mode::Tracing,
@@ -125,6 +103,7 @@ fn nasty_profile() -> Profile {
             })
             .collect(),
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
 

@@ -7,7 +7,7 @@
 //!     cargo run --release -p sonde-client --example line_resolution -- MODULE [OFFSETS] [NODES]
 
 use sonde_client::sources::{NodeOffset, resolve};
-use sonde_protocol::{LineRecord, MethodRecord};
+use sonde_protocol::{LineRecord, MethodNames, MethodRecord};
 use std::time::Instant;
 
 fn main() {
@@ -42,14 +42,14 @@ fn main() {
         .enumerate()
         .map(|(id, &token)| MethodRecord {
             id: id as u32,
-            name: format!("M{id}"),
-            signature: String::new(),
-            assembly: "A".into(),
-            module: "A.dll".into(),
-            path: path.clone(),
-            token,
-            type_args: Vec::new(),
-            method_args: Vec::new(),
+            names: MethodNames {
+                name: format!("M{id}"),
+                assembly: "A".into(),
+                module: "A.dll".into(),
+                path: path.clone(),
+                token,
+                ..MethodNames::default()
+            },
         })
         .collect();
     let lines: Vec<LineRecord> = (0..methods.len() as u32)

@@ -26,21 +26,9 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     let hello = session.hello.as_ref()?;
     let snapshot = session.latest.as_ref()?;
     let max_id = session.methods.keys().next_back().map_or(0, |&id| id as usize + 1);
-    let mut methods: Vec<Method> = (0..max_id)
-        .map(|id| Method {
-            name: format!("<unknown method {id}>"),
-            signature: String::new(),
-            assembly: String::new(),
-            module: String::new(),
-        })
-        .collect();
+    let mut methods: Vec<Method> = (0..max_id as u32).map(Method::unknown).collect();
     for (&id, m) in &session.methods {
-        methods[id as usize] = Method {
-            name: m.name.clone(),
-            signature: m.signature.clone(),
-            assembly: m.assembly.clone(),
-            module: m.module.clone(),
-        };
+        methods[id as usize] = Method::from(m);
     }
     // Sampling mode's times come from samples, exactly like tracing with sampled timing.
     let timing = match hello.mode {
@@ -70,13 +58,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         for (record, (self_ns, total_ns, total_samples)) in t.nodes.iter().zip(times(&t.nodes, timing, cost)) {
             // A method id the table lacks (a snapshot cut short) still gets a placeholder row.
             while record.method as usize >= methods.len() {
-                let id = methods.len();
-                methods.push(Method {
-                    name: format!("<unknown method {id}>"),
-                    signature: String::new(),
-                    assembly: String::new(),
-                    module: String::new(),
-                });
+                methods.push(Method::unknown(methods.len() as u32));
             }
             nodes.push(Node {
                 thread,
@@ -159,12 +141,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         _ => Vec::new(),
     };
     for r in &uncalled {
-        methods.push(Method {
-            name: r.name.clone(),
-            signature: r.signature.clone(),
-            assembly: r.assembly.clone(),
-            module: r.module.clone(),
-        });
+        methods.push(Method::from(r));
         blocks.push(sonde_profile::MethodBlocks { method: r.id, blocks: Vec::new() });
     }
     let (sources, coverage_lines) =
@@ -173,12 +150,9 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
     let instantiations = session
         .methods
         .iter()
+        .map(|(&method, m)| (method, &m.names))
         .filter(|(_, m)| !m.type_args.is_empty() || !m.method_args.is_empty())
-        .map(|(&method, m)| Instantiation {
-            method,
-            type_args: m.type_args.clone(),
-            method_args: m.method_args.clone(),
-        })
+        .map(|(method, m)| Instantiation { method, type_args: m.type_args.clone(), method_args: m.method_args.clone() })
         .collect();
     // The files both the user's command and the process's own command line name: the agent
     // decided what to trace from the latter (a wrapper script such as Debian's `mcs` names the
@@ -225,6 +199,7 @@ fn framework_methods(session: &Session, command: &[String], pid: u32) -> Vec<u32
     session
         .methods
         .iter()
+        .map(|(&id, m)| (id, &m.names))
         .filter(|(_, m)| sonde_profile::Kind::of(&m.name) == sonde_profile::Kind::Managed)
         .filter(|(_, m)| {
             let named = *by_path.entry(&m.path).or_insert_with(|| {
@@ -233,7 +208,7 @@ fn framework_methods(session: &Session, command: &[String], pid: u32) -> Vec<u32
             });
             !named && origin::is_framework(&m.path, &m.assembly, &programs)
         })
-        .map(|(&id, _)| id)
+        .map(|(id, _)| id)
         .collect()
 }
 

@@ -8,7 +8,7 @@
 
 use sonde_metadata::tables::{Metadata, pe_metadata};
 use sonde_profile::MethodBlocks;
-use sonde_protocol::MethodRecord;
+use sonde_protocol::{MethodNames, MethodRecord};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
@@ -20,13 +20,13 @@ const MAX_MODULE: u64 = 256 << 20;
 pub fn uncalled(methods: &BTreeMap<u32, MethodRecord>, blocks: &[MethodBlocks], next_id: u32) -> Vec<MethodRecord> {
     let covered: HashSet<(&str, u32)> = blocks
         .iter()
-        .filter_map(|b| methods.get(&b.method))
+        .filter_map(|b| methods.get(&b.method).map(|m| &m.names))
         .filter(|m| m.token != 0 && !m.path.is_empty())
         .map(|m| (m.path.as_str(), m.token))
         .collect();
     let modules: BTreeSet<(&str, &str, &str)> = blocks
         .iter()
-        .filter_map(|b| methods.get(&b.method))
+        .filter_map(|b| methods.get(&b.method).map(|m| &m.names))
         .filter(|m| !m.path.is_empty())
         .map(|m| (m.path.as_str(), m.assembly.as_str(), m.module.as_str()))
         .collect();
@@ -39,17 +39,16 @@ pub fn uncalled(methods: &BTreeMap<u32, MethodRecord>, blocks: &[MethodBlocks], 
                 continue;
             }
             let Ok((name, signature)) = md.method_name_and_signature(token) else { continue };
-            out.push(MethodRecord {
-                id: next_id + out.len() as u32,
+            let names = MethodNames {
                 name,
                 signature,
                 assembly: assembly.to_string(),
                 module: module.to_string(),
                 path: path.to_string(),
                 token,
-                type_args: Vec::new(),
-                method_args: Vec::new(),
-            });
+                ..MethodNames::default()
+            };
+            out.push(MethodRecord { id: next_id + out.len() as u32, names });
         }
     }
     out

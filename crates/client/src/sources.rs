@@ -67,15 +67,15 @@ pub fn resolve<'a>(
     let mut files = Files::default();
     let mut tokens: HashMap<u32, (Arc<AssemblySymbols>, u32)> = HashMap::new();
     let mut method_lines = Vec::new();
-    for m in methods {
+    for MethodRecord { id, names: m } in methods {
         if m.token == 0 || m.path.is_empty() {
             continue;
         }
         let Some(symbols) = symbols(&m.path) else { continue };
         if let Some(first) = symbols.first_line(m.token) {
-            method_lines.push((m.id, files.line(&first.file, first.line)));
+            method_lines.push((*id, files.line(&first.file, first.line)));
         }
-        tokens.insert(m.id, (symbols, m.token));
+        tokens.insert(*id, (symbols, m.token));
     }
     method_lines.sort_unstable_by_key(|&(id, _)| id);
     method_lines.dedup_by_key(|&mut (id, _)| id);

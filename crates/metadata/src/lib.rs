@@ -13,8 +13,9 @@ pub mod tables;
 
 pub use signature::TypeNames;
 
-/// Names of one method, as metadata spells them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Names of one method, as metadata spells them: what the agent sends of each method it gives an
+/// id (`sonde_protocol::MethodRecord`), so the fields' order is part of the wire format.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MethodNames {
     /// `Namespace.Type.Method`, nested types joined with `+`.
     pub name: String,

@@ -23,8 +23,10 @@ pub mod trace;
 pub mod view;
 pub mod work;
 
-#[cfg(test)]
-mod testkit;
+#[cfg(feature = "clap")]
+mod args;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 pub use analysis::{
     Analysis, CallTree, Edge, MethodStats, ThreadTotals, Totals, hot_path, node_alloc_totals, thread_totals,

@@ -158,6 +158,19 @@ pub struct Method {
     pub module: String,
 }
 
+impl Method {
+    /// What stands for method `id` when nothing named it (a snapshot cut short):
+    /// `<unknown method ID>`, the rest empty.
+    pub fn unknown(id: u32) -> Method {
+        Method {
+            name: format!("<unknown method {id}>"),
+            signature: String::new(),
+            assembly: String::new(),
+            module: String::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thread {
     /// OS thread id.

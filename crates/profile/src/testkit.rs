@@ -1,5 +1,9 @@
-//! Profiles for tests: a builder for hand-made trees and a proptest strategy for random ones.
-//! Both fill node totals from the selves (total = self + children's totals), as an agent would.
+//! Profiles for tests: a builder for hand-made trees, nodes from rows and a proptest strategy
+//! for random ones. All fill node totals from the selves (total = self + children's totals,
+//! saturating), as an agent would.
+//!
+//! This crate's own tests use it; other crates' tests take it through the `testkit` feature (a
+//! dev-dependency on `sonde-profile` with `features = ["testkit"]`).
 
 use proptest::prelude::*;
 
@@ -28,25 +32,51 @@ pub fn run_info(mode: Mode) -> RunInfo {
     }
 }
 
+/// A profile with nothing in it but [`run_info`]`(Mode::Tracing)`: no methods, threads or
+/// nodes, no events, sources or other extensions. Tests name what they need and take the rest
+/// from it (`Profile { methods, threads, nodes, ..blank() }`).
+pub fn blank() -> Profile {
+    Profile {
+        run: run_info(Mode::Tracing),
+        methods: Vec::new(),
+        threads: Vec::new(),
+        nodes: Vec::new(),
+        events: Default::default(),
+        sources: Default::default(),
+        instantiations: Vec::new(),
+        framework: None,
+        coverage: Default::default(),
+    }
+}
+
+/// `(thread, parent, method, calls, self_ns, self_samples)`: one node of [`nodes`].
+pub type Row = (u32, Option<u32>, u32, u64, u64, u64);
+
+/// Nodes from rows (parents before children), with their totals filled in.
+pub fn nodes(rows: &[Row]) -> Vec<Node> {
+    let mut nodes: Vec<Node> = rows.iter().copied().map(node).collect();
+    crate::delta::fill_totals(&mut nodes);
+    nodes
+}
+
+/// A node from a row, its totals left for [`crate::delta::fill_totals`].
+fn node((thread, parent, method, calls, self_ns, self_samples): Row) -> Node {
+    Node { thread, parent, method, calls, self_ns, total_ns: 0, self_samples, total_samples: 0 }
+}
+
 pub struct Builder {
     profile: Profile,
 }
 
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
 impl Builder {
     pub fn new() -> Builder {
-        Builder {
-            profile: Profile {
-                sources: Default::default(),
-                instantiations: Default::default(),
-                framework: None,
-                coverage: Default::default(),
-                events: Default::default(),
-                run: run_info(Mode::Tracing),
-                methods: Vec::new(),
-                threads: Vec::new(),
-                nodes: Vec::new(),
-            },
-        }
+        Builder { profile: blank() }
     }
 
     pub fn method(&mut self, name: &str) -> u32 {
@@ -75,16 +105,7 @@ impl Builder {
         self_ns: u64,
         self_samples: u64,
     ) -> u32 {
-        self.profile.nodes.push(Node {
-            thread,
-            parent,
-            method,
-            calls,
-            self_ns,
-            total_ns: 0,
-            self_samples,
-            total_samples: 0,
-        });
+        self.profile.nodes.push(node((thread, parent, method, calls, self_ns, self_samples)));
         self.profile.nodes.len() as u32 - 1
     }
 

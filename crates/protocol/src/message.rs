@@ -8,6 +8,7 @@
 //! repeat some: the receiver keeps one record per id).
 
 use serde::{Deserialize, Serialize};
+pub use sonde_metadata::MethodNames;
 use sonde_profile::{
     Allocations, Loading, LostSamples, Mode, NodeEvents, Runtime, RuntimeEvents, SampleClock, Timeline, Timing,
 };
@@ -68,23 +69,31 @@ pub enum ControllerMessage {
     WalkStacks,
 }
 
-/// A method the agent traced or saw, identified by the agent's dense method id.
+/// A method the agent traced or saw, identified by the agent's dense method id: its names as
+/// the agent's metadata readers spelt them (a pseudo-method's name, assembly and module, the rest
+/// empty: no signature, path or token).
+///
+/// Encoded as the id followed by the names' fields in their order (postcard writes a nested
+/// struct's fields in place): the layout of the flat record protocol 13 defined, so this type
+/// changed no byte on the wire (`tests::a_method_record_keeps_its_layout`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MethodRecord {
     pub id: u32,
-    pub name: String,
-    pub signature: String,
-    pub assembly: String,
-    pub module: String,
-    /// The module's path as the process loaded it (empty when unknown): where the controller looks
-    /// for the method's symbols.
-    pub path: String,
-    /// The MethodDef token (0 for pseudo-methods and code without one).
-    pub token: u32,
-    /// For an instantiation of generic code: its type's type arguments, outermost type first.
-    pub type_args: Vec<String>,
-    /// For an instantiation of a generic method: the method's own type arguments.
-    pub method_args: Vec<String>,
+    pub names: MethodNames,
+}
+
+/// What a profile keeps of a method: its name, signature, assembly and module (the path, token
+/// and type arguments serve the controller: symbols, framework detection, instantiations).
+impl From<&MethodRecord> for sonde_profile::Method {
+    fn from(record: &MethodRecord) -> Self {
+        let names = &record.names;
+        sonde_profile::Method {
+            name: names.name.clone(),
+            signature: names.signature.clone(),
+            assembly: names.assembly.clone(),
+            module: names.module.clone(),
+        }
+    }
 }
 
 /// Samples at one IL offset of one method, cumulative (sampling mode). Resolved to a source line
@@ -210,4 +219,31 @@ pub struct Snapshot {
     /// with `-finstrument-functions`, whose hooks then run glibc's empty ones (docs/NATIVE.md).
     /// Empty otherwise.
     pub mapped_files: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes protocol 13's flat record (`id, name, signature, assembly, module, path, token,
+    /// type_args, method_args`) encoded to, from before the names became one shared type.
+    #[test]
+    fn a_method_record_keeps_its_layout() {
+        let record = MethodRecord {
+            id: 7,
+            names: MethodNames {
+                name: "Acme.Run".into(),
+                signature: "() -> void".into(),
+                assembly: "Acme".into(),
+                module: "Acme.dll".into(),
+                path: "/app/Acme.dll".into(),
+                token: 0x0600_0002,
+                type_args: vec!["int".into()],
+                method_args: vec!["string".into(), "bool".into()],
+            },
+        };
+        let flat = b"\x07\x08Acme.Run\x0a() -> void\x04Acme\x08Acme.dll\x0d/app/Acme.dll\x82\x80\x80\x30\x01\x03int\x02\x06string\x04bool";
+        assert_eq!(postcard::to_stdvec(&record).unwrap(), flat);
+        assert_eq!(postcard::from_bytes::<MethodRecord>(flat).unwrap(), record);
+    }
 }

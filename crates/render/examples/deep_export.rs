@@ -43,15 +43,11 @@ fn chain(depth: u32, mode: Mode) -> Profile {
     run.samples_taken = samples;
     let method = |name| profiles::method(name, "(int32) -> int32", "Deep.dll");
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run,
         methods: vec![method("Deep.Program.Main"), method("Deep.Program.Recurse")],
         threads: vec![Thread { os_tid: 1, name: None, wall_ns: ns, cpu_user_ns: 0, cpu_kernel_ns: 0 }],
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
 

@@ -12,7 +12,8 @@
 
 use std::time::Instant;
 
-use sonde_profile::{Compensation, Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
+use sonde_profile::testkit::{Row, nodes, run_info};
+use sonde_profile::{Compensation, Method, Mode, Profile, RunInfo, Thread};
 use sonde_render::{Format, renderer};
 
 const THREADS: u32 = 8;
@@ -44,12 +45,13 @@ fn profile(n: usize) -> Profile {
             module: format!("Acme.Module{}.dll", i % 17),
         })
         .collect();
-    let mut nodes: Vec<Node> = Vec::with_capacity(n);
+    // (thread, parent, method, calls, self_ns, self_samples)
+    let mut rows: Vec<Row> = Vec::with_capacity(n);
     let mut path: Vec<u32> = Vec::new();
     let per_thread = n.div_ceil(THREADS as usize);
-    while nodes.len() < n {
-        let thread = (nodes.len() / per_thread) as u32;
-        if path.last().is_some_and(|&top| nodes[top as usize].thread != thread) {
+    while rows.len() < n {
+        let thread = (rows.len() / per_thread) as u32;
+        if path.last().is_some_and(|&top| rows[top as usize].0 != thread) {
             path.clear();
         }
         // Call deeper while shallow, return more often when deep.
@@ -62,55 +64,25 @@ fn profile(n: usize) -> Profile {
         let method = match parent {
             None => (rng.below(4)) as u32,
             Some(p) => {
-                let pm = nodes[p as usize].method;
+                let pm = rows[p as usize].2;
                 if rng.below(100) < 4 { pm } else { (pm * 7 + 1 + rng.below(12) as u32) % METHODS }
             }
         };
         let calls = 1 + rng.below(50) * rng.below(20);
         let self_ns = calls * (50 + rng.below(2_000));
-        nodes.push(Node {
-            thread,
-            parent,
-            method,
-            calls,
-            self_ns,
-            total_ns: self_ns,
-            self_samples: 0,
-            total_samples: 0,
-        });
-        path.push(nodes.len() as u32 - 1);
+        rows.push((thread, parent, method, calls, self_ns, 0));
+        path.push(rows.len() as u32 - 1);
     }
-    for i in (0..nodes.len()).rev() {
-        if let Some(p) = nodes[i].parent {
-            nodes[p as usize].total_ns += nodes[i].total_ns;
-        }
-    }
+    let nodes = nodes(&rows);
     let wall_ns = nodes.iter().filter(|n| n.parent.is_none()).map(|n| n.total_ns).max().unwrap_or(0);
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: RunInfo {
-            mode: Mode::Tracing,
-            timing: Some(Timing::Exact),
-            runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
             command: vec!["dotnet".into(), "Synthetic.dll".into()],
             pid: 1,
-            exit_code: Some(0),
-            signal: None,
             wall_ns,
-            started_unix_ms: 1_700_000_000_000,
-            sample_interval_ns: 0,
             compensation: Some(Compensation { inner_ns_per_call: 12.0, outer_ns_per_call: 3.0 }),
-            incomplete: false,
-            lost: 0,
-            sample_clock: None,
-            samples_taken: 0,
-            samples_lost: Vec::new(),
             agent_version: "synthetic".into(),
-            attach: None,
+            ..run_info(Mode::Tracing)
         },
         methods,
         threads: (0..THREADS)
@@ -123,6 +95,7 @@ fn profile(n: usize) -> Profile {
             })
             .collect(),
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
 

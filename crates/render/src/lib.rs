@@ -137,6 +137,33 @@ impl FromStr for Format {
     }
 }
 
+/// `--format` (the `clap` feature): [`Format::ALL`], spelt as [`Format::name`] spells them.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Format::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Format::Text => "Hot methods and a caller/callee report, for a terminal",
+            Format::Json => "The `sonde.report/1` JSON contract",
+            Format::Html => "One self-contained interactive page (flame graph, tables, call tree, callers/callees)",
+            Format::Speedscope => "speedscope's JSON format (open in speedscope.app)",
+            Format::Pprof => "gzip-compressed profile.proto (go tool pprof, Pyroscope)",
+            Format::Collapsed => "Folded stacks (`a;b;c N`), for flamegraph.pl, inferno and friends",
+            Format::Flamegraph => "A flame graph as SVG",
+            Format::Chrome => {
+                "The run's timeline (collections, module loads, compilations, throws) in Chrome's trace event \
+                 format: Perfetto, chrome://tracing"
+            }
+            Format::Lcov => "Coverage mode's lines as an lcov tracefile (genhtml, CI services)",
+            Format::Cobertura => "Coverage mode's lines as Cobertura XML (CI services)",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
+}
+
 /// The renderer for `format`.
 pub fn renderer(format: Format) -> Box<dyn Renderer> {
     match format {
@@ -174,5 +201,20 @@ mod tests {
             err.to_string(),
             "unknown report format \"svg\" (expected text, json, html, speedscope, pprof, collapsed, flamegraph, chrome, lcov or cobertura)"
         );
+    }
+
+    /// `--format` offers every format, in `Format::ALL`'s order, by its name (and, unlike
+    /// `FromStr`, only as written).
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_takes_formats_by_name() {
+        use clap::ValueEnum;
+        let names: Vec<String> = Format::value_variants()
+            .iter()
+            .filter_map(|f| Some(f.to_possible_value()?.get_name().to_string()))
+            .collect();
+        assert_eq!(names, Format::ALL.map(|f| f.name().to_string()));
+        assert_eq!(<Format as ValueEnum>::from_str("lcov", false), Ok(Format::Lcov));
+        assert!(<Format as ValueEnum>::from_str("JSON", false).is_err());
     }
 }

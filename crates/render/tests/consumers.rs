@@ -172,15 +172,11 @@ fn speedscope_and_pprof_exports_satisfy_independent_consumers() {
     }
     // Without expectations: structure only, on an empty profile.
     let empty = Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: profiles::run(Mode::Sampling),
         methods: vec![],
         threads: vec![],
         nodes: vec![],
+        ..sonde_profile::testkit::blank()
     };
     for (file, format) in [("empty.speedscope.json", Format::Speedscope), ("empty.pb.gz", Format::Pprof)] {
         let path = dir.join(file);

@@ -25,15 +25,11 @@ const CUT: usize = MAX_STACK_FRAMES as usize;
 fn profile(mode: Mode, rows: &[profiles::Row]) -> Profile {
     let thread = |os_tid| Thread { os_tid, name: None, wall_ns: 1, cpu_user_ns: 0, cpu_kernel_ns: 0 };
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: profiles::run(mode),
         methods: profiles::methods(),
         threads: vec![thread(1), thread(2)],
         nodes: profiles::nodes(rows),
+        ..sonde_profile::testkit::blank()
     }
 }
 

@@ -177,15 +177,11 @@ fn the_flame_graph_is_deterministic_and_escapes_names() {
 #[test]
 fn an_empty_profile_exports_empty_but_valid_files() {
     let profile = Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: profiles::run(Mode::Tracing),
         methods: vec![],
         threads: vec![],
         nodes: vec![],
+        ..sonde_profile::testkit::blank()
     };
     assert_eq!(text(Format::Collapsed, &profile), "");
     let json: serde_json::Value = serde_json::from_slice(&render(Format::Speedscope, &profile)).unwrap();
@@ -222,11 +218,6 @@ fn deep_recursion_renders() {
     let rows: Vec<profiles::Row> = (0..depth).map(|i| (0, i.checked_sub(1), 7, 1, 10, 1)).collect();
     for mode in [Mode::Tracing, Mode::Sampling] {
         let profile = Profile {
-            sources: Default::default(),
-            instantiations: Default::default(),
-            framework: None,
-            coverage: Default::default(),
-            events: Default::default(),
             run: profiles::run(mode),
             methods: profiles::methods(),
             threads: vec![sonde_profile::Thread {
@@ -237,6 +228,7 @@ fn deep_recursion_renders() {
                 cpu_kernel_ns: 0,
             }],
             nodes: profiles::nodes(&rows),
+            ..sonde_profile::testkit::blank()
         };
         for format in EXPORTS {
             assert!(!render(format, &profile).is_empty(), "{format}");

@@ -8,18 +8,16 @@
 
 use std::path::PathBuf;
 
+use sonde_profile::testkit::{nodes, run_info};
 use sonde_profile::{
     AllocSampling, AllocationCount, Allocations, Compensation, ExceptionCount, GcCollection, GcKind, GcReason,
-    Instantiation, LineSamples, Loading, Method, Mode, ModuleLoad, Node, NodeEvents, NodeLine, Profile, RunInfo,
-    Runtime, RuntimeEvents, SourceLine, Sources, Thread, Timing,
+    Instantiation, LineSamples, Loading, Method, Mode, ModuleLoad, NodeEvents, NodeLine, Profile, RunInfo,
+    RuntimeEvents, SourceLine, Sources, Thread, Timing,
 };
 use sonde_render::{Format, HtmlRenderer, Renderer, renderer};
 
 #[path = "support/pprof_text.rs"]
 mod pprof_text;
-
-/// `(thread, parent, method, calls, self_ns, self_samples)`; totals are derived.
-type Row = (u32, Option<u32>, u32, u64, u64, u64);
 
 fn method(name: &str, signature: &str) -> Method {
     Method { name: name.into(), signature: signature.into(), assembly: "Acme".into(), module: "Acme.dll".into() }
@@ -27,31 +25,6 @@ fn method(name: &str, signature: &str) -> Method {
 
 fn thread(os_tid: u32, name: Option<&str>, wall_ns: u64) -> Thread {
     Thread { os_tid, name: name.map(Into::into), wall_ns, cpu_user_ns: wall_ns / 2, cpu_kernel_ns: wall_ns / 10 }
-}
-
-/// Nodes from rows, with totals = self + children's totals, as an agent computes them.
-fn nodes(rows: &[Row]) -> Vec<Node> {
-    let mut nodes: Vec<Node> = rows
-        .iter()
-        .map(|&(thread, parent, method, calls, self_ns, self_samples)| Node {
-            thread,
-            parent,
-            method,
-            calls,
-            self_ns,
-            total_ns: self_ns,
-            self_samples,
-            total_samples: self_samples,
-        })
-        .collect();
-    for i in (0..nodes.len()).rev() {
-        if let Some(p) = nodes[i].parent {
-            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
-            nodes[p as usize].total_ns += ns;
-            nodes[p as usize].total_samples += samples;
-        }
-    }
-    nodes
 }
 
 fn methods() -> Vec<Method> {
@@ -88,24 +61,10 @@ fn sampled_methods() -> Vec<Method> {
 
 fn run(mode: Mode) -> RunInfo {
     RunInfo {
-        mode,
         timing: None,
-        runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
         command: vec!["dotnet".into(), "Acme.dll".into(), "--name".into(), "two words".into()],
-        pid: 4242,
-        exit_code: Some(0),
-        signal: None,
         wall_ns: 12_500_000,
-        started_unix_ms: 1_700_000_000_000,
-        sample_interval_ns: 0,
-        compensation: None,
-        incomplete: false,
-        lost: 0,
-        sample_clock: None,
-        samples_taken: 0,
-        samples_lost: Vec::new(),
-        agent_version: "0.1.0".into(),
-        attach: None,
+        ..run_info(mode)
     }
 }
 
@@ -514,15 +473,11 @@ fn json_reports_recursion_aware_totals_and_exact_names() {
 #[test]
 fn an_empty_profile_renders() {
     let profile = Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Tracing),
         methods: vec![],
         threads: vec![],
         nodes: vec![],
+        ..sonde_profile::testkit::blank()
     };
     for format in Format::ALL {
         // Folded stacks of nothing are no lines at all.

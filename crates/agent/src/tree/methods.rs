@@ -74,8 +74,7 @@ impl MethodTable {
             return id;
         }
         let id = inner.records.len() as u32;
-        let MethodNames { name, signature, assembly, module, path, token, type_args, method_args } = names;
-        inner.records.push(MethodRecord { id, name, signature, assembly, module, path, token, type_args, method_args });
+        inner.records.push(MethodRecord { id, names });
         inner.by_function.insert(function, id);
         id
     }
@@ -88,17 +87,13 @@ impl MethodTable {
             return id;
         }
         let id = inner.records.len() as u32;
-        inner.records.push(MethodRecord {
-            id,
+        let names = MethodNames {
             name: name.to_string(),
-            signature: String::new(),
             assembly: assembly.to_string(),
             module: module.to_string(),
-            path: String::new(),
-            token: 0,
-            type_args: Vec::new(),
-            method_args: Vec::new(),
-        });
+            ..MethodNames::default()
+        };
+        inner.records.push(MethodRecord { id, names });
         inner.pseudo.insert(name.to_string(), id);
         id
     }
@@ -113,20 +108,8 @@ impl MethodTable {
             return id;
         }
         let id = inner.records.len() as u32;
-        let MethodNames { name, signature, assembly, module, type_args, method_args, .. } = names;
-        let name = format!("[jit] {name}");
-        let path = String::new();
-        inner.records.push(MethodRecord {
-            id,
-            name,
-            signature,
-            assembly,
-            module,
-            path,
-            token: 0,
-            type_args,
-            method_args,
-        });
+        let names = MethodNames { name: format!("[jit] {}", names.name), path: String::new(), token: 0, ..names };
+        inner.records.push(MethodRecord { id, names });
         inner.compiling.insert(function, id);
         id
     }
@@ -134,12 +117,12 @@ impl MethodTable {
     /// The [`Role`] of method `id` (`Other` for an unknown id or a pseudo-method).
     pub fn role(&self, id: u32) -> Role {
         let inner = self.lock();
-        inner.records.get(id as usize).map_or(Role::Other, |r| Role::of(&r.name, &r.signature))
+        inner.records.get(id as usize).map_or(Role::Other, |r| Role::of(&r.names.name, &r.names.signature))
     }
 
     /// The name of method `id` (empty for an unknown id).
     pub fn name(&self, id: u32) -> String {
-        self.lock().records.get(id as usize).map_or_else(String::new, |r| r.name.clone())
+        self.lock().records.get(id as usize).map_or_else(String::new, |r| r.names.name.clone())
     }
 
     /// Records from `from` on (for incremental metadata), and the new count.

@@ -3,12 +3,11 @@
 //! non-ASCII, a `;`).
 
 // Each test crate that includes this module uses only part of it.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use sonde_profile::{Method, Mode, Node, Profile, RunInfo, Runtime, Thread, Timing};
-
-/// `(thread, parent, method, calls, self_ns, self_samples)`; totals are derived.
-pub type Row = (u32, Option<u32>, u32, u64, u64, u64);
+use sonde_profile::testkit::run_info;
+pub use sonde_profile::testkit::{Row, nodes};
+use sonde_profile::{Method, Mode, Profile, RunInfo, Thread};
 
 pub fn method(name: &str, signature: &str, module: &str) -> Method {
     Method {
@@ -17,31 +16,6 @@ pub fn method(name: &str, signature: &str, module: &str) -> Method {
         assembly: module.trim_end_matches(".dll").into(),
         module: module.into(),
     }
-}
-
-/// Nodes from rows, with totals = self + children's totals, as an agent computes them.
-pub fn nodes(rows: &[Row]) -> Vec<Node> {
-    let mut nodes: Vec<Node> = rows
-        .iter()
-        .map(|&(thread, parent, method, calls, self_ns, self_samples)| Node {
-            thread,
-            parent,
-            method,
-            calls,
-            self_ns,
-            total_ns: self_ns,
-            self_samples,
-            total_samples: self_samples,
-        })
-        .collect();
-    for i in (0..nodes.len()).rev() {
-        if let Some(p) = nodes[i].parent {
-            let (ns, samples) = (nodes[i].total_ns, nodes[i].total_samples);
-            nodes[p as usize].total_ns = nodes[p as usize].total_ns.saturating_add(ns);
-            nodes[p as usize].total_samples = nodes[p as usize].total_samples.saturating_add(samples);
-        }
-    }
-    nodes
 }
 
 pub fn methods() -> Vec<Method> {
@@ -60,24 +34,11 @@ pub fn methods() -> Vec<Method> {
 
 pub fn run(mode: Mode) -> RunInfo {
     RunInfo {
-        mode,
-        timing: (mode == Mode::Tracing).then_some(Timing::Exact),
-        runtime: Runtime { kind: "coreclr".into(), version: "8.0.4".into() },
         command: vec!["dotnet".into(), "App.dll".into()],
         pid: 777,
-        exit_code: Some(0),
-        signal: None,
         wall_ns: 50_000_000,
-        started_unix_ms: 1_700_000_000_000,
         sample_interval_ns: if mode == Mode::Sampling { 1_000_000 } else { 0 },
-        compensation: None,
-        incomplete: false,
-        lost: 0,
-        sample_clock: None,
-        samples_taken: 0,
-        samples_lost: Vec::new(),
-        agent_version: "0.1.0".into(),
-        attach: None,
+        ..run_info(mode)
     }
 }
 
@@ -96,11 +57,6 @@ fn threads() -> Vec<Thread> {
 /// Exact tracing: recursion, both overloads of `Html` under the same caller, a weightless node.
 pub fn tracing() -> Profile {
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
         threads: threads(),
@@ -118,6 +74,7 @@ pub fn tracing() -> Profile {
             (1, Some(8), 5, 1000, 66_000, 0),
             (2, None, 8, 1, 0, 0),
         ]),
+        ..sonde_profile::testkit::blank()
     }
 }
 
@@ -125,11 +82,6 @@ pub fn tracing() -> Profile {
 pub fn sampling() -> Profile {
     let ms = 1_000_000;
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Sampling),
         methods: methods(),
         threads: threads(),
@@ -143,6 +95,7 @@ pub fn sampling() -> Profile {
             (1, None, 8, 0, 0, 0),
             (1, Some(6), 4, 0, 3 * ms, 3),
         ]),
+        ..sonde_profile::testkit::blank()
     }
 }
 
@@ -194,14 +147,10 @@ pub fn recursive() -> Profile {
         nodes[i].total_ns += 250;
     }
     Profile {
-        sources: Default::default(),
-        instantiations: Default::default(),
-        framework: None,
-        coverage: Default::default(),
-        events: Default::default(),
         run: run(Mode::Tracing),
         methods: methods(),
         threads: threads(),
         nodes,
+        ..sonde_profile::testkit::blank()
     }
 }
