@@ -115,8 +115,8 @@ fn state() -> std::sync::MutexGuard<'static, Option<State>> {
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
 /// A thread's fault in progress. Kept in the state by OS thread id, not in thread-local
-/// storage: each copy of the agent an attach loads takes static TLS, of which glibc keeps
-/// little (README, attach limits), and faults are rare.
+/// storage: an attached agent takes its thread-locals from the small static reserve glibc keeps
+/// for libraries loaded after start-up, and faults are rare.
 #[derive(Clone, Copy, Default)]
 struct Track {
     /// A fault this thread decided to throw, not yet seen by `ExceptionThrown`.

@@ -190,8 +190,8 @@ fn attach_into_a_private_pid_and_mount_namespace() {
 }
 
 /// The namespace's temporary directory is a tmpfs mounted on a fresh directory and named by
-/// `TMPDIR` (where the runtime puts its diagnostics socket and the attach puts the agent), not a
-/// tmpfs over `/tmp` itself: that would hide the runtime and the test programs of a checkout
+/// `TMPDIR` (where the runtime puts its diagnostics socket and the attach puts the agent), a
+/// short path under `/tmp` — not a tmpfs over `/tmp` itself: that would hide the runtime and the test programs of a checkout
 /// cloned under `/tmp` (issue 37, item 8).
 fn attach_into_namespaces(unshare_args: &[&str]) {
     if !rustix::process::geteuid().is_root() {
@@ -199,8 +199,11 @@ fn attach_into_namespaces(unshare_args: &[&str]) {
     }
     let dir = scratch();
     let stop = dir.path().join("stop");
-    let own_tmp = dir.path().join("ns-tmp");
-    std::fs::create_dir(&own_tmp).unwrap();
+    // Under /tmp, not in the checkout: the runtime's socket path, seen from here through
+    // /proc/PID/root, must stay shorter than a socket address allows (108 bytes) wherever the
+    // checkout lives.
+    let ns_tmp = tempfile::Builder::new().prefix("sonde-ns-").tempdir_in("/tmp").unwrap();
+    let own_tmp = ns_tmp.path().to_path_buf();
     let script = format!(
         "mount -t tmpfs tmpfs '{tmp}' && TMPDIR='{tmp}' exec '{}' '{}' '{}'",
         dotnet().display(),

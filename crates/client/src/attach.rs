@@ -24,10 +24,13 @@
 //!   at start-up (`CORECLR_ENABLE_PROFILING=1`, and the library `CORECLR_PROFILER_PATH` names in
 //!   its memory map: every program `sonde record` starts) is refused before anything is sent
 //!   ([`Target::startup_profiler`]): the request would load a copy of the agent into it only to
-//!   be refused. After a detach, the runtime unloads the old profiler in the background (within
+//!   be refused. After a detach, the runtime releases the old profiler in the background (within
 //!   about a second); an attach meanwhile is refused as "already active", and retried for a
-//!   while when an earlier attach left a Sonde agent there — not for the copy the refused
-//!   request itself loaded (the runtime loads the library before it looks for a profiler).
+//!   while when the agent's copy was loaded before this request (the runtime loads the library
+//!   before it looks for a profiler, so a copy loaded only by the refused request says nothing).
+//! * **Any number of times**: every attach names the same copy of the agent
+//!   ([`Target::agent_copy`]), which the runtime finds loaded and hands back; the agent restarts
+//!   its session. One loaded agent per process, whatever the attaches.
 
 use anyhow::{Result, bail};
 use std::io::{Read, Write};

@@ -141,8 +141,8 @@ type LocalTable = Arc<[LocalSlot]>;
 static LIVE: Mutex<Vec<LocalTable>> = Mutex::new(Vec::new());
 
 /// This thread's table, and how many of its slots are taken: boxed, so that the thread-local is
-/// one pointer (each copy of the agent an attach loads takes its thread-locals from glibc's small
-/// static reserve: README, "attach limits").
+/// one pointer (a loaded agent takes its thread-locals from the small static reserve glibc keeps
+/// for libraries loaded after start-up, shared with every other such library).
 struct Local(Box<LocalState>);
 
 struct LocalState {

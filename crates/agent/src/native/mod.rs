@@ -49,8 +49,8 @@ static OWN_SESSION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 const MAX_SHADOW: usize = 1 << 16;
 
 /// A thread's state for the hooks, allocated at its first hook call: the thread-local itself is
-/// one pointer (every copy of the agent an attach loads takes its thread-locals from glibc's small
-/// static reserve: `sonde dump`'s attach limit).
+/// one pointer (a loaded agent takes its thread-locals from the small static reserve glibc keeps
+/// for libraries loaded after start-up).
 #[derive(Default)]
 struct NativeThread {
     /// Where an entry hook is called from → what is known of that call (the shared table is

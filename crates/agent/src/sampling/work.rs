@@ -124,8 +124,8 @@ pub fn collecting(running: bool) {
 }
 
 /// The ids of the compilations a nested one interrupted, by depth, in the thread's sampling slot
-/// (not in thread-local storage: each copy of the agent an attach loads takes its whole TLS block
-/// from glibc's small static reserve, README "attach limits"). Touched only when compilations
+/// (not in thread-local storage: an attached agent takes its TLS block from the small static
+/// reserve glibc keeps for libraries loaded after start-up). Touched only when compilations
 /// nest.
 mod outer {
     pub fn push(depth: u64, id: u64) {
