@@ -264,3 +264,34 @@ fn names_cannot_drive_the_terminal(rt: Runtime) {
 }
 
 on_both_runtimes!(names_cannot_drive_the_terminal);
+
+/// Another user made the directory where the attach keeps the agent's copy (`sonde-agent-UID`
+/// in the process's temporary directory) before the first attach, to have the process load a
+/// library of theirs: the attach is refused in one line, and nothing is loaded into the process.
+#[test]
+fn an_agent_directory_another_user_made_is_not_used() {
+    if !second_user_available() {
+        return;
+    }
+    let tmp = shared_scratch();
+    let stop = tmp.path().join("stop");
+    let service = start_service(&dotnet(), &stop, &[("TMPDIR", tmp.path().into())]);
+    let pid = service.pid();
+    let user = rustix::process::geteuid().as_raw();
+    let squatted = tmp.path().join(format!("sonde-agent-{user}"));
+    let made = as_nobody("mkdir", &[&squatted.clone().into_os_string()]).status().unwrap();
+    assert!(made.success(), "nobody could not make {}", squatted.display());
+    let file = tmp.path().join("p.sonde");
+    let args = ["record", "--pid", &pid.to_string(), "--duration", "1", "-o"];
+    let mut args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    args.push(file.clone().into());
+    let out = sonde_cmd(&args);
+    assert_eq!(out.code(), 2, "{}", out.describe());
+    let stderr = out.stderr_str();
+    assert_eq!(stderr.lines().count(), 1, "{}", out.describe());
+    assert!(stderr.contains("sonde-agent-") && stderr.contains("belongs to uid"), "{}", out.describe());
+    assert!(!file.exists());
+    let maps = read(Path::new(&format!("/proc/{pid}/maps")));
+    assert!(!maps.contains("libsonde_agent"), "an agent was loaded:\n{maps}");
+    stop_service(service, &stop);
+}
