@@ -101,8 +101,19 @@ fn a_process_killed_while_attached_leaves_its_last_snapshot() {
     let pid = service.pid();
     let file = dir.path().join("killed.sonde");
     let sonde = Running::spawn(sonde(), &attach_args(pid, &file));
-    // Two periodic snapshots' worth, then the kill.
-    std::thread::sleep(Duration::from_millis(2600));
+    // Once the recording holds a snapshot of a second or more, with a few hundred samples (asked
+    // for through its control socket: when the periodic ones arrive depends on the machine's
+    // load), the kill.
+    let session = sonde.pid().to_string();
+    let taken = dir.path().join("taken.sonde");
+    wait_until("a snapshot with samples from the attached process", || {
+        let to = taken.to_str().unwrap();
+        let out = sonde_cmd(&["snapshot", "--to", to, "--session", &session].map(OsString::from));
+        out.code() == 0 && {
+            let report = report_json(&taken);
+            u64_of(&report, "samples_taken") >= 200 && u64_of(&report, "wall_ns") >= 1_000_000_000
+        }
+    });
     kill_group(pid, libc::SIGKILL);
     let _ = service.wait(Duration::from_secs(30));
     let out = sonde.wait(Duration::from_secs(30));
@@ -111,7 +122,7 @@ fn a_process_killed_while_attached_leaves_its_last_snapshot() {
     let report = report_json(&file);
     assert_attached_profile(&report, false);
     assert_eq!(report["incomplete"], true);
-    // At least the first two seconds' snapshots arrived: ≥ 1 s of samples.
+    // At least the snapshot seen before the kill arrived: ≥ 1 s of samples.
     assert!(u64_of(&report, "wall_ns") >= 1_000_000_000, "wall_ns {}", report["wall_ns"]);
 }
 
