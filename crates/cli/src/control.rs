@@ -10,19 +10,19 @@
 //! sonde started is still waited for, and its exit code is still sonde's).
 
 use crate::cli::{ControlArgs, SnapshotArgs};
+use crate::options::Verbosity;
 use crate::output::Output;
-use crate::record::Verbosity;
 use anyhow::Result;
 use sonde_client::assemble::assemble;
 use sonde_client::collector::Agents;
 use sonde_client::control::{self, ControlServer};
-use sonde_client::running_facts;
+use sonde_client::{Recording, running_facts};
 use sonde_profile::Mode;
 use sonde_protocol::control::{ControlCommand, ControlReply, SessionStatus};
 use sonde_render::fmt::{Clean, count};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -37,6 +37,21 @@ pub struct Served {
     pub mode: Mode,
     pub attached: bool,
     pub output: PathBuf,
+}
+
+impl Served {
+    /// What `recording` is, writing its profile to `output`.
+    pub fn of(recording: &Recording, output: &Path) -> Served {
+        Served {
+            agents: recording.agents(),
+            pid: recording.pid(),
+            ns_pid: recording.ns_pid(),
+            command: recording.command().to_vec(),
+            mode: recording.mode(),
+            attached: recording.attached(),
+            output: std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf()),
+        }
+    }
 }
 
 /// Opens the control socket of this recording and names the session on stderr. `stop` is set

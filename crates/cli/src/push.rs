@@ -57,7 +57,7 @@ pub fn start(args: &RecordArgs) -> Result<Option<Pushing>> {
 pub fn to(url: &str, app: Option<String>, labels: &PushLabels, queue: usize) -> Result<Pushing> {
     let auth = Auth::from_env(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("--push: {e}"))?;
     let tenant = std::env::var(sonde_client::push::ENV_TENANT).ok();
-    let target = Target::new(url, auth, tenant).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let target = Target::new(url, auth, tenant)?;
     let tags = labels.tags.iter().map(|t| parse_tag(t)).collect::<Result<Vec<_>>>()?;
     let pusher = Pusher::start(target, queue, Box::new(|line| crate::say!("sonde: {}", Clean(line))));
     Ok(Pushing {
@@ -98,6 +98,19 @@ const RESERVED: [&str; 6] =
 
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+/// What a watched recording does at each wake-up (`sonde_client::Recording::watch`'s `tick`):
+/// with `--push`, each process's interval when one is due, its facts from `facts`.
+pub fn ticker<'a>(
+    pushing: &'a mut Option<Pushing>,
+    facts: impl Fn(&Session) -> RunFacts + Copy + 'a,
+) -> impl FnMut(&sonde_client::Recording) + 'a {
+    move |recording| {
+        if let Some(pushing) = pushing.as_mut() {
+            pushing.tick(&recording.agents(), facts);
+        }
+    }
 }
 
 impl Pushing {

@@ -12,7 +12,7 @@
 //! Every name shown comes from the profiled program: each passes through [`Clean`], so none can
 //! drive the terminal.
 
-use crate::cli::{ClockArg, ModeArg, TopArgs};
+use crate::cli::{ModeArg, TopArgs};
 use crate::output::Output;
 use anyhow::{Context, Result};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -21,7 +21,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use sonde_client::{Options, Recording};
-use sonde_profile::{Analysis, Mode, Profile, SampleClock};
+use sonde_profile::{Analysis, Mode, Profile};
 use sonde_render::fmt::{Clean, bytes, count, duration};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,19 +110,18 @@ struct Counters {
 
 pub fn top(args: TopArgs) -> Result<i32> {
     let output = args.output.as_deref().map(|o| Output::prepare(o, args.force)).transpose()?;
-    let clock = match args.clock {
-        ClockArg::Cpu => SampleClock::Cpu,
-        ClockArg::Wall => SampleClock::Wall,
+    let mut options = match args.mode {
+        ModeArg::Sampling => Options::sampling_with(args.rate, crate::options::clock(args.clock)),
+        ModeArg::Tracing => {
+            let mut options = Options::new(Mode::Tracing, sonde_protocol::config::DEFAULT_INTERVAL_US);
+            options.config.clock = crate::options::clock(args.clock);
+            options
+        }
+        ModeArg::Coverage => {
+            anyhow::bail!("sonde top shows sampling or tracing: record coverage with sonde record --mode coverage")
+        }
     };
-    let mut options = Options::sampling_with(args.rate, clock);
     options.program_output = false;
-    if args.mode == ModeArg::Coverage {
-        anyhow::bail!("sonde top shows sampling or tracing: record coverage with sonde record --mode coverage");
-    }
-    if args.mode == ModeArg::Tracing {
-        options.config.mode = Mode::Tracing;
-        options.config.interval_us = 1000;
-    }
     let mut recording = match args.pid {
         Some(pid) => Recording::attach(pid, &options)?.0,
         None => Recording::launch(&args.command, &options)?,

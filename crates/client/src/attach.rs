@@ -29,7 +29,6 @@
 //!   while when an earlier attach left a Sonde agent there — not for the copy the refused
 //!   request itself loaded (the runtime loads the library before it looks for a profiler).
 
-use anyhow::{Result, bail};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -50,16 +49,67 @@ pub struct Target {
     pub command: Vec<String>,
 }
 
+/// Why a process cannot be attached to: each message is one line for a user, and says what to do
+/// instead where there is something to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    #[error("no process with pid {pid}")]
+    NoProcess { pid: u32 },
+    /// Sonde never attaches across users. `owner`: the process's uid, when it could be read.
+    #[error(
+        "process {pid} runs as {who}, not as this user (uid {user}): run sonde as the process's user (e.g. `sudo -u USER sonde record --pid {pid}`)",
+        who = .owner.map_or_else(|| "another user".to_string(), |u| format!("uid {u}"))
+    )]
+    OtherUser { pid: u32, owner: Option<u32>, user: u32 },
+    #[error("cannot read the memory map of process {pid}: {source}")]
+    Maps { pid: u32, source: std::io::Error },
+    #[error(
+        "process {pid} runs Mono, which has no attach API: start it under sonde instead (`sonde record -- mono …`)"
+    )]
+    Mono { pid: u32 },
+    #[error("process {pid} is not a .NET (CoreCLR) process: no libcoreclr.so in its memory map")]
+    NotDotnet { pid: u32 },
+    /// Started with `setting=0`, which switches off `what`.
+    #[error(
+        "process {pid} was started with {setting}=0 ({what} switched off): it cannot be attached to; restart it without that setting, or under sonde (`sonde record -- …`)"
+    )]
+    DiagnosticsOff { pid: u32, setting: &'static str, what: &'static str },
+    /// Started under `sonde record`: its agent was loaded at start-up.
+    #[error(
+        "process {pid} already has a profiler loaded: Sonde's agent, at start-up (it was started under `sonde record`, which records it); the runtime takes one per process"
+    )]
+    SondeAtStartup { pid: u32 },
+    /// Another profiler (`library`) was loaded at start-up.
+    #[error(
+        "process {pid} already has a profiler loaded: {library}, at start-up (CORECLR_PROFILER_PATH); the runtime takes one per process"
+    )]
+    ProfilerAtStartup { pid: u32, library: String },
+    #[error(
+        "process {pid} has no diagnostics socket in {} (its diagnostics may be off: DOTNET_EnableDiagnostics=0)",
+        .tmp.display()
+    )]
+    NoSocket { pid: u32, tmp: PathBuf },
+    #[error("process {pid} already has a profiler loaded (the runtime takes one per process)")]
+    ProfilerActive { pid: u32 },
+    #[error(
+        "cannot attach to process {pid}: the runtime could not load another copy of the agent after {earlier} earlier attaches (each stays loaded, and glibc's room for their thread-local storage is likely used up); restart the process to attach again (README: attach limits)"
+    )]
+    NoRoomForAgent { pid: u32, earlier: usize },
+    #[error("cannot attach to process {pid}: {source}")]
+    Attach { pid: u32, source: AttachError },
+}
+
 /// `0x8013136A`: the process has a profiler already (or is still unloading one).
 const CORPROF_E_PROFILER_ALREADY_ACTIVE: u32 = 0x8013_136A;
 
 impl Target {
     /// Checks that `pid` is a CoreCLR process of this user's that can be attached to.
-    pub fn inspect(pid: u32) -> Result<Target> {
+    pub fn inspect(pid: u32) -> Result<Target, TargetError> {
         let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let status = match std::fs::read_to_string(proc_dir.join("status")) {
             Ok(status) => status,
-            Err(_) => bail!("no process with pid {pid}"),
+            Err(_) => return Err(TargetError::NoProcess { pid }),
         };
         let field = |name: &str| {
             status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.split_whitespace().collect::<Vec<_>>())
@@ -67,37 +117,30 @@ impl Target {
         let uid = field("Uid:").and_then(|v| v.get(1).and_then(|u| u.parse::<u32>().ok()));
         let user = sonde_protocol::trust::user();
         if uid != Some(user) {
-            let owner = uid.map_or_else(|| "another user".to_string(), |u| format!("uid {u}"));
-            bail!(
-                "process {pid} runs as {owner}, not as this user (uid {user}): run sonde as the process's user (e.g. `sudo -u USER sonde record --pid {pid}`)"
-            );
+            return Err(TargetError::OtherUser { pid, owner: uid, user });
         }
         let ns_pid = field("NSpid:").and_then(|v| v.last().and_then(|p| p.parse().ok())).unwrap_or(pid);
         let command = read_nul_list(&proc_dir.join("cmdline"));
-        let maps = std::fs::read_to_string(proc_dir.join("maps"))
-            .map_err(|e| anyhow::anyhow!("cannot read the memory map of process {pid}: {e}"))?;
+        let maps =
+            std::fs::read_to_string(proc_dir.join("maps")).map_err(|source| TargetError::Maps { pid, source })?;
         let mapped = |name: &str| maps.lines().any(|l| l.rsplit('/').next().is_some_and(|f| f.starts_with(name)));
         if !mapped("libcoreclr.so") {
             if mapped("libmonosgen") || mapped("libmono-") || command.first().is_some_and(|c| crate::launch::is_mono(c))
             {
-                bail!(
-                    "process {pid} runs Mono, which has no attach API: start it under sonde instead (`sonde record -- mono …`)"
-                );
+                return Err(TargetError::Mono { pid });
             }
-            bail!("process {pid} is not a .NET (CoreCLR) process: no libcoreclr.so in its memory map");
+            return Err(TargetError::NotDotnet { pid });
         }
         let environ = read_nul_list(&proc_dir.join("environ"));
         let var = |name: &str| environ.iter().find_map(|e| e.strip_prefix(name)?.strip_prefix('='));
-        for (name, what) in [
+        for (setting, what) in [
             ("DOTNET_EnableDiagnostics", "its diagnostics"),
             ("COMPlus_EnableDiagnostics", "its diagnostics"),
             ("DOTNET_EnableDiagnostics_IPC", "its diagnostics IPC"),
             ("DOTNET_EnableDiagnostics_Profiler", "profiler attach"),
         ] {
-            if var(name) == Some("0") {
-                bail!(
-                    "process {pid} was started with {name}=0 ({what} switched off): it cannot be attached to; restart it without that setting, or under sonde (`sonde record -- …`)"
-                );
+            if var(setting) == Some("0") {
+                return Err(TargetError::DiagnosticsOff { pid, setting, what });
             }
         }
         let tmp = var("TMPDIR").filter(|t| t.starts_with('/')).unwrap_or("/tmp");
@@ -105,13 +148,9 @@ impl Target {
         if let Some(library) = target.startup_profiler(&environ, &maps) {
             let name = library.rsplit('/').next().unwrap_or(&library);
             if name == crate::launch::AGENT_LIBRARY {
-                bail!(
-                    "process {pid} already has a profiler loaded: Sonde's agent, at start-up (it was started under `sonde record`, which records it); the runtime takes one per process"
-                );
+                return Err(TargetError::SondeAtStartup { pid });
             }
-            bail!(
-                "process {pid} already has a profiler loaded: {name}, at start-up (CORECLR_PROFILER_PATH); the runtime takes one per process"
-            );
+            return Err(TargetError::ProfilerAtStartup { pid, library: name.to_string() });
         }
         Ok(target)
     }
@@ -153,7 +192,7 @@ impl Target {
     /// had the same pid may still lie there (a killed runtime leaves its socket behind), so the
     /// one named after this process's start time (`/proc/PID/stat`'s `starttime`, the key the
     /// runtime puts in the name) is taken, else the newest.
-    pub fn diagnostics_socket(&self) -> Result<PathBuf> {
+    pub fn diagnostics_socket(&self) -> Result<PathBuf, TargetError> {
         let dir = self.host_path(&self.tmp);
         let prefix = format!("dotnet-diagnostic-{}-", self.ns_pid);
         let mut found: Vec<(String, std::time::SystemTime)> = std::fs::read_dir(&dir)
@@ -171,11 +210,7 @@ impl Target {
         let chosen = found.iter().find(|(key, _)| start.as_deref() == Some(key.as_str())).or_else(|| found.first());
         match chosen {
             Some((key, _)) => Ok(dir.join(format!("{prefix}{key}-socket"))),
-            None => bail!(
-                "process {} has no diagnostics socket in {} (its diagnostics may be off: DOTNET_EnableDiagnostics=0)",
-                self.pid,
-                self.tmp.display()
-            ),
+            None => Err(TargetError::NoSocket { pid: self.pid, tmp: self.tmp.clone() }),
         }
     }
 
@@ -199,7 +234,8 @@ impl Target {
     /// `client_data`; returns once the agent is running (its `ProfilerAttachComplete` returned).
     /// A refusal because a profiler is there already is retried for a while when an earlier
     /// attach left a Sonde agent there (one that just detached is unloaded in the background).
-    pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<()> {
+    pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<(), TargetError> {
+        let pid = self.pid;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             match attach_profiler(socket, agent, client_data) {
@@ -210,17 +246,15 @@ impl Target {
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE)) => {
-                    bail!("process {} already has a profiler loaded (the runtime takes one per process)", self.pid)
+                    return Err(TargetError::ProfilerActive { pid });
                 }
                 // Each copy takes ~150 bytes of the static TLS glibc reserves for libraries loaded
                 // later (its thread-locals, some of them initial-exec for the signal handler);
                 // the reserve holds about 11 (measured on .NET 8, glibc 2.36).
-                Err(AttachError::Refused(0x8007_007E)) if self.earlier_copies(agent) > 0 => bail!(
-                    "cannot attach to process {}: the runtime could not load another copy of the agent after {} earlier attaches (each stays loaded, and glibc's room for their thread-local storage is likely used up); restart the process to attach again (README: attach limits)",
-                    self.pid,
-                    self.earlier_copies(agent)
-                ),
-                Err(e) => bail!("cannot attach to process {}: {e}", self.pid),
+                Err(AttachError::Refused(0x8007_007E)) if self.earlier_copies(agent) > 0 => {
+                    return Err(TargetError::NoRoomForAgent { pid, earlier: self.earlier_copies(agent) });
+                }
+                Err(source) => return Err(TargetError::Attach { pid, source }),
             }
         }
     }

@@ -12,13 +12,45 @@
 //! agent channel is.
 
 use sonde_protocol::control::{CONTROL_VERSION, ControlCommand, ControlReply, ControlRequest, SessionStatus};
-use sonde_protocol::{read_frame, trust, write_frame};
+use sonde_protocol::trust::{self, TrustError};
+use sonde_protocol::{FrameError, read_frame, write_frame};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long either end waits for the other's message (a snapshot takes a moment).
 const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Why a control request got no answer, or which session to ask could not be chosen.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The registry directory cannot be made or read, or the connection failed midway.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("no recording session {id} (see `sonde sessions`)")]
+    NoSession { id: u32 },
+    #[error("the control socket of session {id} is not trusted: {source}")]
+    Untrusted { id: u32, source: TrustError },
+    /// The peer is not this user's.
+    #[error(transparent)]
+    Peer(#[from] TrustError),
+    #[error("session {id} does not answer: {source}")]
+    NotAnswering { id: u32, source: std::io::Error },
+    #[error(transparent)]
+    Request(#[from] FrameError),
+    #[error("session {id} did not answer: {source}")]
+    NoAnswer { id: u32, source: FrameError },
+    #[error("no recording session is running (start one with `sonde record`)")]
+    NoneRunning,
+    /// Several sessions run: `--session` must say which.
+    #[error(
+        "{} recording sessions are running ({}): choose one with --session ID",
+        .ids.len(),
+        .ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    Several { ids: Vec<u32> },
+}
 
 /// The registry directory (created if missing), checked private.
 pub fn registry() -> std::io::Result<PathBuf> {
@@ -86,22 +118,22 @@ impl ControlServer {
 }
 
 /// Sends `command` to recording `id` and returns its reply.
-pub fn send(id: u32, command: ControlCommand) -> anyhow::Result<ControlReply> {
+pub fn send(id: u32, command: ControlCommand) -> Result<ControlReply, ControlError> {
     let path = socket_path(&registry()?, id);
     trust::check_socket(&path).map_err(|e| match e {
-        trust::TrustError::Inspect { .. } => anyhow::anyhow!("no recording session {id} (see `sonde sessions`)"),
-        e => anyhow::anyhow!("the control socket of session {id} is not trusted: {e}"),
+        TrustError::Inspect { .. } => ControlError::NoSession { id },
+        source => ControlError::Untrusted { id, source },
     })?;
-    let mut stream = UnixStream::connect(&path).map_err(|e| anyhow::anyhow!("session {id} does not answer: {e}"))?;
+    let mut stream = UnixStream::connect(&path).map_err(|source| ControlError::NotAnswering { id, source })?;
     trust::check_peer(&stream)?;
     stream.set_read_timeout(Some(PATIENCE))?;
     stream.set_write_timeout(Some(PATIENCE))?;
     write_frame(&mut stream, &ControlRequest { version: CONTROL_VERSION, command })?;
-    read_frame::<ControlReply>(&mut stream).map_err(|e| anyhow::anyhow!("session {id} did not answer: {e}"))
+    read_frame::<ControlReply>(&mut stream).map_err(|source| ControlError::NoAnswer { id, source })
 }
 
 /// The running sessions, by id; sockets left by recordings that no longer run are removed.
-pub fn sessions() -> anyhow::Result<Vec<SessionStatus>> {
+pub fn sessions() -> Result<Vec<SessionStatus>, ControlError> {
     let registry = registry()?;
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&registry)?.flatten() {
@@ -122,18 +154,14 @@ pub fn sessions() -> anyhow::Result<Vec<SessionStatus>> {
 }
 
 /// `id`, or the one running session when `id` is `None`.
-pub fn choose(id: Option<u32>) -> anyhow::Result<u32> {
+pub fn choose(id: Option<u32>) -> Result<u32, ControlError> {
     if let Some(id) = id {
         return Ok(id);
     }
     let sessions = sessions()?;
     match sessions.as_slice() {
         [one] => Ok(one.id),
-        [] => anyhow::bail!("no recording session is running (start one with `sonde record`)"),
-        many => anyhow::bail!(
-            "{} recording sessions are running ({}): choose one with --session ID",
-            many.len(),
-            many.iter().map(|s| s.id.to_string()).collect::<Vec<_>>().join(", ")
-        ),
+        [] => Err(ControlError::NoneRunning),
+        many => Err(ControlError::Several { ids: many.iter().map(|s| s.id).collect() }),
     }
 }

@@ -20,7 +20,10 @@ pub mod push;
 mod recording;
 pub mod sources;
 
-pub use recording::{Options, Recording, Update, running_facts};
+pub use recording::{
+    End, Error, Launch, Options, Recording, SNAPSHOT_PERIOD, Signals, Update, Watch, interval_for_rate, running_facts,
+    wake_pair,
+};
 
 use std::sync::RwLock;
 
