@@ -66,7 +66,7 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     }
 
     let served = Arc::new(std::sync::OnceLock::new());
-    let _ = served.set(control::Served::of(&recording, &args.output));
+    let _ = served.set(sonde_client::control::Served::of(&recording, &args.output));
     let stop = Arc::new(AtomicBool::new(false));
     let (wake_rx, wake_tx) = sonde_client::wake_pair();
     let control = control::serve(served, stop.clone(), wake_tx, v);

@@ -103,7 +103,7 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     let control = control::serve(served.clone(), stopped.clone(), wake_tx, v);
     let mut recording = launch.start()?;
     let child_pid = recording.pid();
-    let _ = served.set(control::Served::of(&recording, &args.output));
+    let _ = served.set(sonde_client::control::Served::of(&recording, &args.output));
     let facts = |s: &Session| running_facts(s, false, &args.command);
     let watch = Watch { signals: &signals, stop: &stopped, wake: wake_rx, until: None };
     let end = recording.watch(watch, crate::push::ticker(&mut pushing, facts))?;

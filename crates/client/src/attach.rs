@@ -424,12 +424,14 @@ mod tests {
     #[test]
     fn a_missing_process_is_one_line() {
         let e = Target::inspect(u32::MAX - 1).unwrap_err();
+        assert!(matches!(e, TargetError::NoProcess { pid } if pid == u32::MAX - 1), "{e:?}");
         assert_eq!(e.to_string(), format!("no process with pid {}", u32::MAX - 1));
     }
 
     #[test]
     fn a_process_without_coreclr_is_not_dotnet() {
         let e = Target::inspect(std::process::id()).unwrap_err();
+        assert!(matches!(e, TargetError::NotDotnet { .. }), "{e:?}");
         assert!(e.to_string().contains("is not a .NET (CoreCLR) process"), "{e}");
     }
 }

@@ -9,14 +9,20 @@
 //! no longer runs) is removed by the next `sonde sessions`.
 //!
 //! One request per connection ([`ControlRequest`]), one reply ([`ControlReply`]), framed as the
-//! agent channel is.
+//! agent channel is. A recording answers through [`serve`]: its status, `stop`, `pause` and
+//! `resume` here, a snapshot through the caller (where and how a profile is written is its own).
 
+use crate::collector::Agents;
+use sonde_profile::Mode;
 use sonde_protocol::control::{CONTROL_VERSION, ControlCommand, ControlReply, ControlRequest, SessionStatus};
 use sonde_protocol::trust::{self, TrustError};
 use sonde_protocol::{FrameError, read_frame, write_frame};
+use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long either end waits for the other's message (a snapshot takes a moment).
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -115,6 +121,87 @@ impl ControlServer {
         })?;
         Ok(ControlServer { path, id })
     }
+}
+
+/// What a recording's control socket needs to know about it ([`serve`]).
+pub struct Served {
+    pub agents: Agents,
+    pub pid: u32,
+    /// The pid the agent reports (its own PID namespace's).
+    pub ns_pid: u32,
+    pub command: Vec<String>,
+    pub mode: Mode,
+    pub attached: bool,
+    /// Where its profile goes (absolute).
+    pub output: PathBuf,
+}
+
+impl Served {
+    /// What `recording` is, writing its profile to `output`.
+    pub fn of(recording: &crate::Recording, output: &Path) -> Served {
+        Served {
+            agents: recording.agents(),
+            pid: recording.pid(),
+            ns_pid: recording.ns_pid(),
+            command: recording.command().to_vec(),
+            mode: recording.mode(),
+            attached: recording.attached(),
+            output: std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf()),
+        }
+    }
+}
+
+/// Opens the control socket of a recording and answers it: `status`; `snapshot` through `write`
+/// (the recording, the file asked for, `--force`; the line to answer with, or why not); `stop`,
+/// which sets `stop` and writes to `wake` (the recording's watch wakes: see
+/// [`crate::Watch::wake`]); `pause` and `resume` (sampling only). `served` is filled in once the
+/// process runs; until then requests are answered with an error.
+pub fn serve(
+    served: Arc<OnceLock<Served>>,
+    stop: Arc<AtomicBool>,
+    wake: Option<UnixStream>,
+    write: impl Fn(&Served, &Path, bool) -> Result<String, String> + Send + 'static,
+) -> std::io::Result<ControlServer> {
+    let paused = AtomicBool::new(false);
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    ControlServer::start(move |command: ControlCommand| {
+        let Some(served) = served.get() else {
+            return ControlReply::Error("the recording is starting; try again".into());
+        };
+        match command {
+            ControlCommand::Status => ControlReply::Status(SessionStatus {
+                id: std::process::id(),
+                pid: served.pid,
+                command: served.command.clone(),
+                mode: served.mode,
+                attached: served.attached,
+                paused: paused.load(Ordering::Relaxed),
+                output: served.output.clone(),
+                started_unix_ms,
+            }),
+            ControlCommand::Snapshot { to, force } => match write(served, &to, force) {
+                Ok(line) => ControlReply::Done(line),
+                Err(why) => ControlReply::Error(why),
+            },
+            ControlCommand::Stop => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(mut wake) = wake.as_ref() {
+                    let _ = wake.write_all(b"s");
+                }
+                ControlReply::Done(format!("stopping the recording of process {}", served.pid))
+            }
+            ControlCommand::Pause | ControlCommand::Resume if served.mode != Mode::Sampling => ControlReply::Error(
+                "pause and resume apply to sampling; this session traces (its enter/leave pairs must stay balanced)"
+                    .into(),
+            ),
+            ControlCommand::Pause | ControlCommand::Resume => {
+                let pause = command == ControlCommand::Pause;
+                paused.store(pause, Ordering::Relaxed);
+                served.agents.pause_agents(pause);
+                ControlReply::Done(format!("{} process {}", if pause { "paused" } else { "resumed" }, served.pid))
+            }
+        }
+    })
 }
 
 /// Sends `command` to recording `id` and returns its reply.

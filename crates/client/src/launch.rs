@@ -331,6 +331,20 @@ mod tests {
         }
     }
 
+    /// A caller tells a missing program from one that cannot run; the messages are `sonde`'s.
+    #[test]
+    fn a_missing_program_is_not_found() {
+        let missing = "/nonexistent/sonde-test-program";
+        let e = spawn(&mut Command::new(missing), missing).unwrap_err();
+        assert!(matches!(&e, LaunchError::NotFound { program } if program == missing), "{e:?}");
+        assert_eq!(e.to_string(), format!("cannot run `{missing}`: command not found"));
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_program = dir.path().to_str().unwrap();
+        let e = spawn(&mut Command::new(not_a_program), not_a_program).unwrap_err();
+        assert!(matches!(e, LaunchError::Spawn { .. }), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("cannot run `{not_a_program}`: ")), "{e}");
+    }
+
     #[test]
     fn paths_and_options_are_added_to_what_was_there() {
         let dir = Path::new("/tmp/s/mono");
@@ -365,8 +379,10 @@ mod tests {
         // A module that is not this agent is refused, as is a directory others can write.
         let other = home.path().join("other.so");
         std::fs::write(&other, b"").unwrap();
-        assert!(mono_module_dir(&other).unwrap_err().to_string().contains("is not a link to the agent"));
+        let e = mono_module_dir(&other).unwrap_err();
+        assert!(matches!(e, MonoModuleError::NotOurs { .. }) && e.to_string().contains("is not a link to the agent"));
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(mono_module_dir(&agent).unwrap_err().to_string().contains("other users can write it"));
+        let e = mono_module_dir(&agent).unwrap_err();
+        assert!(matches!(e, MonoModuleError::Untrusted(_)) && e.to_string().contains("other users can write it"));
     }
 }

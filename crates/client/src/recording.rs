@@ -558,3 +558,19 @@ fn copy_private(from: &std::path::Path, to: &std::path::Path) -> std::io::Result
     file.set_permissions(std::fs::Permissions::from_mode(0o500))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_becomes_the_samplers_period() {
+        assert_eq!(interval_for_rate(1000), 1000);
+        assert_eq!(interval_for_rate(97), 10_309);
+        assert_eq!(interval_for_rate(0), 1_000_000, "no rate: once a second");
+        assert_eq!(interval_for_rate(3_000_000), 1, "never zero");
+        let options = Options::sampling_with(100, SampleClock::Wall);
+        assert_eq!((options.config.mode, options.config.interval_us), (Mode::Sampling, 10_000));
+        assert_eq!(options.config.clock, SampleClock::Wall);
+    }
+}
