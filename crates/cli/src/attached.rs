@@ -1,12 +1,13 @@
 //! `sonde record --pid PID`: attach to a running process, sample it until Ctrl-C, `--duration`
 //! or its end, then detach and leave it running.
 //!
-//! The steps: check the target (`sonde_client::attach::Target::inspect`), open the session directory and the socket
-//! in the target's own temporary directory, copy the agent there (a fresh path per attach: the
-//! runtime keeps each agent it loaded mapped after a detach, and a new path gives the next
-//! attach fresh state — see the agent's `process::stay_loaded`), send the runtime
-//! `AttachProfiler` with the configuration as client data, then collect as a launched recording
-//! does: a snapshot every second, so that a target killed meanwhile loses at most about a second.
+//! The steps, all `sonde_client::Recording`'s: check the target
+//! (`sonde_client::attach::Target::inspect`), open the session directory and the socket in the
+//! target's own temporary directory, copy the agent there (a fresh path per attach: the runtime
+//! keeps each agent it loaded mapped after a detach, and a new path gives the next attach fresh
+//! state — see the agent's `process::stay_loaded`), send the runtime `AttachProfiler` with the
+//! configuration as client data, then collect as a launched recording does (`Recording::watch`):
+//! a snapshot every second, so that a target killed meanwhile loses at most about a second.
 //! At the end the agent is asked to finish (`ControllerMessage::Finish`): it sends its final
 //! snapshot, stops its threads and timers, and asks the runtime to detach it.
 //!
@@ -15,19 +16,19 @@
 
 use crate::cli::RecordArgs;
 use crate::control;
+use crate::options::Verbosity;
 use crate::output;
-use crate::record::{ExitWaiter, Verbosity, agent_config};
 use crate::summary;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use sonde_client::assemble::{RunFacts, assemble};
-use sonde_client::{Options, Recording};
+use sonde_client::collector::Session;
+use sonde_client::{End, Recording, Signals, Watch, running_facts};
 use sonde_profile::Attach;
 use sonde_render::fmt::Clean;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const SNAPSHOT_PERIOD: Duration = Duration::from_secs(1);
 /// How long the agent gets to send its final snapshot once asked to finish.
 const FINISH_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -45,20 +46,9 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     }
     let output = output::Output::prepare(&args.output, args.force)?;
     let mut pushing = crate::push::start(args)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGQUIT,
-    ] {
-        signal_hook::flag::register(signal, stop.clone()).context("cannot install a signal handler")?;
-    }
-    let (wake_rx, wake_tx) = crate::record::wake_pair();
-    let mut waiter = ExitWaiter::new(pid).with_wake(wake_rx);
-    let options =
-        Options { config: agent_config(args, Default::default()), program_output: true, verbose: v.verbose > 1 };
-    let (recording, attach_latency) = Recording::attach(pid, &options)?;
+    let signals = Signals::install()?;
+    let options = crate::options::record(args, v);
+    let (mut recording, attach_latency) = Recording::attach(pid, &options)?;
     let ns_pid = recording.ns_pid();
     let attached_at_ns = unix_ns();
     if !v.quiet {
@@ -76,44 +66,21 @@ pub fn record(pid: u32, args: &RecordArgs, v: &Verbosity) -> Result<i32> {
     }
 
     let served = Arc::new(std::sync::OnceLock::new());
-    let _ = served.set(control::Served {
-        agents: recording.agents(),
-        pid,
-        ns_pid,
-        command: recording.command().to_vec(),
-        mode: sonde_profile::Mode::Sampling,
-        attached: true,
-        output: std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone()),
-    });
+    let _ = served.set(sonde_client::control::Served::of(&recording, &args.output));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (wake_rx, wake_tx) = sonde_client::wake_pair();
     let control = control::serve(served, stop.clone(), wake_tx, v);
-    let deadline = args.duration.map(|d| Instant::now() + d);
-    let mut last_snapshot = Instant::now();
-    let ended = loop {
-        if !sonde_client::collector::alive(pid) {
-            break true;
-        }
-        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
-            break false;
-        }
-        if last_snapshot.elapsed() >= SNAPSHOT_PERIOD {
-            recording.agents().request_snapshots();
-            last_snapshot = Instant::now();
-        }
-        if let Some(pushing) = pushing.as_mut() {
-            pushing.tick(&recording.agents(), |s| sonde_client::running_facts(s, true, &[]));
-        }
-        let mut wait = SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed());
-        if let Some(d) = deadline {
-            wait = wait.min(d.saturating_duration_since(Instant::now()));
-        }
-        waiter.wait(wait);
-    };
+    let facts = |s: &Session| running_facts(s, true, &[]);
+    let until = args.duration.map(|d| Instant::now() + d);
+    let watch = Watch { signals: &signals, stop: &stop, wake: wake_rx, until };
+    let end = recording.watch(watch, crate::push::ticker(&mut pushing, facts))?;
     drop(control);
+    let ended = matches!(end, End::Gone);
     let sessions =
         if ended { recording.collect(Duration::from_millis(500)) } else { recording.finish_sessions(FINISH_PATIENCE) };
     let detached_at_ns = (!ended).then(unix_ns);
     if let Some(pushing) = pushing {
-        pushing.finish(&sessions, |s| sonde_client::running_facts(s, true, &[]), v.quiet, true);
+        pushing.finish(&sessions, facts, v.quiet, true);
     }
 
     let Some(session) =

@@ -331,9 +331,7 @@ impl From<ShowArg> for sonde_profile::view::Show {
 
 /// `--events`: a list of event kinds.
 fn parse_events(list: &str) -> Result<EventKinds, String> {
-    EventKinds::parse(list).map_err(|name| {
-        format!("unknown event kind `{name}` (known: alloc, gc, exceptions, contention, jit, all, none)")
-    })
+    EventKinds::parse(list).map_err(|e| format!("{e} (known: alloc, gc, exceptions, contention, jit, all, none)"))
 }
 
 impl RecordArgs {

@@ -1,5 +1,5 @@
-//! The control socket of a running `sonde record` (see `sonde_client::control`), and the
-//! commands that talk to it: `sonde sessions`, `sonde snapshot`, `sonde stop`, `sonde pause`,
+//! The control socket of a running `sonde record` (`sonde_client::control` answers it; the
+//! snapshots it asks for are written here), and the commands that talk to it: `sonde sessions`, `sonde snapshot`, `sonde stop`, `sonde pause`,
 //! `sonde resume`.
 //!
 //! A snapshot is taken as the periodic ones are (the agent sends its cumulative trees) and
@@ -10,38 +10,26 @@
 //! sonde started is still waited for, and its exit code is still sonde's).
 
 use crate::cli::{ControlArgs, SnapshotArgs};
+use crate::options::Verbosity;
 use crate::output::Output;
-use crate::record::Verbosity;
 use anyhow::Result;
 use sonde_client::assemble::assemble;
-use sonde_client::collector::Agents;
-use sonde_client::control::{self, ControlServer};
+use sonde_client::control::{self, ControlServer, Served};
 use sonde_client::running_facts;
 use sonde_profile::Mode;
-use sonde_protocol::control::{ControlCommand, ControlReply, SessionStatus};
+use sonde_protocol::control::{ControlCommand, ControlReply};
 use sonde_render::fmt::{Clean, count};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-/// What the control socket needs to know about a recording.
-pub struct Served {
-    pub agents: Agents,
-    pub pid: u32,
-    /// The pid the agent reports (its own PID namespace's).
-    pub ns_pid: u32,
-    pub command: Vec<String>,
-    pub mode: Mode,
-    pub attached: bool,
-    pub output: PathBuf,
-}
-
-/// Opens the control socket of this recording and names the session on stderr. `stop` is set
-/// (and `wake` written to) when a client asks the recording to stop. Without a control socket
-/// (the registry cannot be made) the recording goes on with a note.
+/// Opens the control socket of this recording (`sonde_client::control::serve`, snapshots
+/// written by [`snapshot`]) and names the session on stderr. `stop` is set (and `wake` written
+/// to) when a client asks the recording to stop. Without a control socket (the registry cannot be
+/// made) the recording goes on with a note.
 ///
 /// `served` is filled in once the program runs (the session is named before it starts, so that
 /// the line never lands in the middle of the program's own output); until then requests are
@@ -52,47 +40,8 @@ pub fn serve(
     wake: Option<UnixStream>,
     v: &Verbosity,
 ) -> Option<ControlServer> {
-    let paused = AtomicBool::new(false);
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let handler = move |command: ControlCommand| {
-        let Some(served) = served.get() else {
-            return ControlReply::Error("the recording is starting; try again".into());
-        };
-        match command {
-            ControlCommand::Status => ControlReply::Status(SessionStatus {
-                id: std::process::id(),
-                pid: served.pid,
-                command: served.command.clone(),
-                mode: served.mode,
-                attached: served.attached,
-                paused: paused.load(Ordering::Relaxed),
-                output: served.output.clone(),
-                started_unix_ms,
-            }),
-            ControlCommand::Snapshot { to, force } => match snapshot(served, &to, force) {
-                Ok(line) => ControlReply::Done(line),
-                Err(e) => ControlReply::Error(crate::chain(&e)),
-            },
-            ControlCommand::Stop => {
-                stop.store(true, Ordering::Relaxed);
-                if let Some(mut wake) = wake.as_ref() {
-                    let _ = wake.write_all(b"s");
-                }
-                ControlReply::Done(format!("stopping the recording of process {}", served.pid))
-            }
-            ControlCommand::Pause | ControlCommand::Resume if served.mode != Mode::Sampling => ControlReply::Error(
-                "pause and resume apply to sampling; this session traces (its enter/leave pairs must stay balanced)"
-                    .into(),
-            ),
-            ControlCommand::Pause | ControlCommand::Resume => {
-                let pause = command == ControlCommand::Pause;
-                paused.store(pause, Ordering::Relaxed);
-                served.agents.pause_agents(pause);
-                ControlReply::Done(format!("{} process {}", if pause { "paused" } else { "resumed" }, served.pid))
-            }
-        }
-    };
-    match ControlServer::start(handler) {
+    let write = |served: &Served, to: &Path, force: bool| snapshot(served, to, force).map_err(|e| crate::chain(&e));
+    match control::serve(served, stop, wake, write) {
         Ok(server) => {
             if !v.quiet {
                 crate::say!("sonde: session {} (sonde snapshot|stop|pause|resume --session {0})", server.id);
@@ -107,7 +56,7 @@ pub fn serve(
 }
 
 /// Takes a snapshot now and writes it to `to`.
-fn snapshot(served: &Served, to: &std::path::Path, force: bool) -> Result<String> {
+fn snapshot(served: &Served, to: &Path, force: bool) -> Result<String> {
     let output = Output::prepare(to, force)?;
     if !served.agents.refresh(served.ns_pid, Duration::from_secs(5)) {
         crate::say!("sonde: process {} did not answer in time: the snapshot holds its latest data", served.pid);

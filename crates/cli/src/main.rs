@@ -8,6 +8,7 @@ mod cli;
 mod control;
 mod daemon;
 mod dump;
+mod options;
 mod output;
 mod push;
 mod record;
@@ -31,7 +32,7 @@ macro_rules! say {
 
 fn main() {
     let cli = Cli::parse();
-    let verbosity = record::Verbosity { quiet: cli.quiet, verbose: cli.verbose };
+    let verbosity = options::Verbosity { quiet: cli.quiet, verbose: cli.verbose };
     let result = match cli.command {
         Command::Record(args) => record::record(args, &verbosity),
         Command::Report(args) => report::report(args).map(|()| 0),

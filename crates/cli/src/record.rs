@@ -1,34 +1,27 @@
-//! `sonde record`: launch the program with the agent attached, collect, write, summarise.
+//! `sonde record`: launch the program with the agent attached, collect, write, summarise (or,
+//! with `--pid`, attach: `attached.rs`). Both run on `sonde_client::Recording`, which launches,
+//! takes the periodic snapshots and handles `sonde`'s signals (`Recording::watch`).
 
 use crate::cli::RecordArgs;
 use crate::control;
+use crate::options::Verbosity;
 use crate::output;
 use crate::summary;
 use anyhow::{Context, Result};
 use sonde_client::assemble::{RunFacts, assemble};
-use sonde_client::collector::{Collector, Session};
-use sonde_client::launch;
-use sonde_profile::{AllocSampling, Mode, Timing};
-use sonde_protocol::config::EventKinds;
-use sonde_protocol::{AgentConfig, MethodFilter};
+use sonde_client::collector::Session;
+use sonde_client::{Recording, Signals, Watch, launch, running_facts};
+use sonde_profile::{Mode, Timing};
 use sonde_render::fmt::Clean;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-/// How often the controller asks for a snapshot while the program runs, so that a program that
-/// dies without shutting its runtime down (a crash, a kill) loses at most this much.
-const SNAPSHOT_PERIOD: Duration = Duration::from_secs(1);
 /// How long to wait for agents after the program exited (its .NET children may still run).
 const PATIENCE: Duration = Duration::from_secs(5);
-
-pub struct Verbosity {
-    pub quiet: bool,
-    pub verbose: u8,
-}
 
 /// `--call-trace` records instrumented native code's calls, with their times.
 fn check_call_trace(args: &RecordArgs) -> Result<()> {
@@ -96,89 +89,37 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
     if args.duration.is_some() {
         anyhow::bail!("--duration goes with --pid (a program sonde starts runs until it ends)");
     }
-    let agent = launch::locate_agent()?;
+    let options = crate::options::record(&args, v);
     let mut pushing = crate::push::start(&args)?;
     // Before the program runs: a run whose profile cannot be written is a run for nothing.
     let output = output::Output::prepare(&args.output, args.force)?;
-    let collector = Collector::start(v.verbose > 1).context("cannot open the agent socket")?;
-    let config = agent_config(&args, collector.socket().to_path_buf());
-
-    let mut command = launch::command(&args.command, &agent, &config)?;
-
-    // Ctrl-C in a terminal reaches the whole foreground process group: the program gets it
-    // directly and decides what to do. We stay alive to collect what it leaves behind, and ask
-    // the agents for a snapshot right away in case the program dies without shutting down.
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGQUIT] {
-        signal_hook::flag::register(signal, interrupted.clone()).context("cannot install a signal handler")?;
-    }
-    // SIGTERM, and SIGHUP (the terminal was closed), are meant for us: passed on to the program
-    // so that it can shut down cleanly, while we stay to write what it leaves.
-    let terminated = Arc::new(AtomicBool::new(false));
-    let hung_up = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, terminated.clone())
-        .context("cannot install a signal handler")?;
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, hung_up.clone())
-        .context("cannot install a signal handler")?;
+    let launch = Recording::prepare(&args.command, &options)?;
+    let signals = Signals::install()?;
 
     // The control socket, named before the program runs (its first line of output would race
     // ours), answering once the program is there.
     let served = Arc::new(std::sync::OnceLock::new());
     let stopped = Arc::new(AtomicBool::new(false));
-    let (wake_rx, wake_tx) = wake_pair();
+    let (wake_rx, wake_tx) = sonde_client::wake_pair();
     let control = control::serve(served.clone(), stopped.clone(), wake_tx, v);
-    let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::anyhow!("cannot run `{}`: command not found", args.command[0]),
-        _ => anyhow::anyhow!("cannot run `{}`: {e}", args.command[0]),
-    })?;
-    let child_pid = child.id();
-    let mut waiter = ExitWaiter::new(child_pid).with_wake(wake_rx);
-    let _ = served.set(control::Served {
-        agents: collector.agents(),
-        pid: child_pid,
-        ns_pid: child_pid,
-        command: args.command.clone(),
-        mode: config.mode,
-        attached: false,
-        output: std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone()),
-    });
-    let mut last_snapshot = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().context("cannot wait for the program")? {
-            break Some(status);
-        }
-        if stopped.load(Ordering::Relaxed) {
-            break None;
-        }
-        if interrupted.swap(false, Ordering::Relaxed) {
-            collector.request_snapshots();
-        }
-        for (flag, signal) in [(&terminated, rustix::process::Signal::TERM), (&hung_up, rustix::process::Signal::HUP)] {
-            if flag.swap(false, Ordering::Relaxed) {
-                collector.request_snapshots();
-                launch::send_signal(child_pid, signal);
-            }
-        }
-        if last_snapshot.elapsed() >= SNAPSHOT_PERIOD {
-            collector.request_snapshots();
-            last_snapshot = Instant::now();
-        }
-        if let Some(pushing) = pushing.as_mut() {
-            pushing.tick(&collector.agents(), |s| sonde_client::running_facts(s, false, &args.command));
-        }
-        waiter.wait(SNAPSHOT_PERIOD.saturating_sub(last_snapshot.elapsed()));
-    };
+    let mut recording = launch.start()?;
+    let child_pid = recording.pid();
+    let _ = served.set(sonde_client::control::Served::of(&recording, &args.output));
+    let facts = |s: &Session| running_facts(s, false, &args.command);
+    let watch = Watch { signals: &signals, stop: &stopped, wake: wake_rx, until: None };
+    let end = recording.watch(watch, crate::push::ticker(&mut pushing, facts))?;
     drop(control);
-    let connected = collector.connected();
-    if status.is_none() {
+    let patience = if recording.agents().connected() == 0 { Duration::from_millis(200) } else { PATIENCE };
+    let mut child = recording.take_child().context("the program sonde started is not there")?;
+    let sessions = match end {
         // `sonde stop`: the agents finish; the program runs on and is still waited for below.
-        collector.finish_agents();
-    }
-    let sessions = collector.finish(if connected == 0 { Duration::from_millis(200) } else { PATIENCE });
+        sonde_client::End::Stopped => recording.finish_sessions(patience),
+        _ => recording.collect(patience),
+    };
     if let Some(pushing) = pushing {
-        pushing.finish(&sessions, |s| sonde_client::running_facts(s, false, &args.command), v.quiet, true);
+        pushing.finish(&sessions, facts, v.quiet, true);
     }
-    let Some(status) = status else {
+    let sonde_client::End::Exited(status) = end else {
         // Stopped from outside: the profiles now, then the program's own end, as ours.
         let unknown = End { code: None, signal: None };
         let written = write_profiles(&sessions, &args, &output, child_pid, unknown, v)?;
@@ -216,114 +157,6 @@ pub fn record(mut args: RecordArgs, v: &Verbosity) -> Result<i32> {
         }
     }
     Ok(exit)
-}
-
-/// The agent's configuration from the command line; `socket` as the agent will see it.
-pub fn agent_config(args: &RecordArgs, socket: PathBuf) -> AgentConfig {
-    let exact = args.alloc_sampling == AllocSampling::Exact;
-    AgentConfig {
-        socket: Some(socket),
-        mode: args.mode(),
-        timing: args.timing,
-        filter: MethodFilter { include: args.include.clone(), exclude: args.exclude.clone(), all: args.all },
-        interval_us: match args.mode() {
-            Mode::Tracing | Mode::Coverage => args.interval_us,
-            Mode::Sampling => (1_000_000 / args.rate).max(1),
-        },
-        clock: args.clock,
-        log: args.agent_log.clone(),
-        // Benchmarks set SONDE_BENCH_HOOKS in sonde's own environment; it passes through.
-        bench_hooks: None,
-        // Tests and benchmarks of the sampler thread set SONDE_CPU_TIMERS=0 in sonde's own
-        // environment: it passes through to a program sonde starts, and is handed on here for one
-        // it attaches to.
-        cpu_timers: std::env::var(sonde_protocol::config::ENV_CPU_TIMERS).map_or(true, |v| v != "0"),
-        // `SONDE_MONO_CATCHES=1` in sonde's own environment, what turned them on before
-        // `--catches` existed, still does.
-        mono_catches: args.catches || std::env::var(sonde_protocol::config::ENV_MONO_CATCHES).is_ok_and(|v| v == "1"),
-        events: EventKinds { alloc: args.events.alloc || exact, ..args.events },
-        alloc_exact: exact,
-        async_stacks: args.async_stacks,
-        native_hooks: args.native_hooks,
-        call_trace: args.call_trace.unwrap_or(0),
-        inject: args.inject.clone(),
-        // Likewise SONDE_ALLOC_SAMPLE_BYTES (tests).
-        alloc_sample_bytes: std::env::var(sonde_protocol::config::ENV_ALLOC_SAMPLE_BYTES)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or(sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES),
-    }
-}
-
-/// Sleeps until the program ends, a signal for `sonde` arrives, or a timeout — rather than
-/// waking every few milliseconds to look (each look would cost the whole recording a wake-up and
-/// the run up to a period of latency at its end): a pidfd becomes readable when the process ends,
-/// and the signals SIGINT, SIGQUIT, SIGTERM and SIGHUP write to a socket pair (their flags are
-/// read by the caller). Where pidfds are missing (Linux before 5.3), it sleeps 5 ms.
-pub(crate) struct ExitWaiter {
-    pidfd: Option<rustix::fd::OwnedFd>,
-    wake: Option<std::os::unix::net::UnixStream>,
-    /// Another socket whose data wakes [`ExitWaiter::wait`] (`sonde stop`, see [`ExitWaiter::with_wake`]).
-    extra: Option<std::os::unix::net::UnixStream>,
-}
-
-impl ExitWaiter {
-    pub(crate) fn new(pid: u32) -> ExitWaiter {
-        let pidfd = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-            .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
-        let wake = std::os::unix::net::UnixStream::pair().ok().and_then(|(rx, tx)| {
-            rx.set_nonblocking(true).ok()?;
-            tx.set_nonblocking(true).ok()?;
-            for signal in [
-                signal_hook::consts::SIGINT,
-                signal_hook::consts::SIGQUIT,
-                signal_hook::consts::SIGTERM,
-                signal_hook::consts::SIGHUP,
-            ] {
-                signal_hook::low_level::pipe::register(signal, tx.try_clone().ok()?).ok()?;
-            }
-            Some(rx)
-        });
-        ExitWaiter { pidfd, wake, extra: None }
-    }
-
-    /// Also wakes when `socket` (the receiving end of a pair) has data.
-    pub(crate) fn with_wake(mut self, socket: Option<std::os::unix::net::UnixStream>) -> ExitWaiter {
-        self.extra = socket.filter(|s| s.set_nonblocking(true).is_ok());
-        self
-    }
-
-    pub(crate) fn wait(&mut self, timeout: Duration) {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        use std::os::fd::AsFd;
-        let (Some(pidfd), Some(wake)) = (&self.pidfd, &self.wake) else {
-            std::thread::sleep(timeout.min(Duration::from_millis(5)));
-            return;
-        };
-        let timeout = Timespec::try_from(timeout.max(Duration::from_millis(1))).ok();
-        let mut fds = vec![PollFd::new(pidfd, PollFlags::IN), PollFd::from_borrowed_fd(wake.as_fd(), PollFlags::IN)];
-        if let Some(extra) = &self.extra {
-            fds.push(PollFd::from_borrowed_fd(extra.as_fd(), PollFlags::IN));
-        }
-        // EINTR (a signal) is a wake-up like any other.
-        let _ = poll(&mut fds, timeout.as_ref());
-        let mut buf = [0u8; 64];
-        for socket in std::iter::once(wake).chain(&self.extra) {
-            while matches!(std::io::Read::read(&mut &*socket, &mut buf), Ok(n) if n > 0) {}
-        }
-    }
-}
-
-/// A socket pair for [`ExitWaiter::with_wake`]: (its receiving end, the end to write to). Both
-/// `None` when no pair can be made (the recording then wakes on its own schedule only).
-pub(crate) fn wake_pair() -> (Option<std::os::unix::net::UnixStream>, Option<std::os::unix::net::UnixStream>) {
-    match std::os::unix::net::UnixStream::pair() {
-        Ok((rx, tx)) => (Some(rx), Some(tx)),
-        Err(_) => (None, None),
-    }
 }
 
 /// How the program ended: its exit code, or the signal it died of.

@@ -110,15 +110,18 @@ struct Counters {
 
 pub fn top(args: TopArgs) -> Result<i32> {
     let output = args.output.as_deref().map(|o| Output::prepare(o, args.force)).transpose()?;
-    let mut options = Options::sampling_with(args.rate, args.clock);
+    let mut options = match args.mode {
+        Mode::Sampling => Options::sampling_with(args.rate, args.clock),
+        Mode::Tracing => {
+            let mut options = Options::new(Mode::Tracing, sonde_protocol::config::DEFAULT_INTERVAL_US);
+            options.config.clock = args.clock;
+            options
+        }
+        Mode::Coverage => {
+            anyhow::bail!("sonde top shows sampling or tracing: record coverage with sonde record --mode coverage")
+        }
+    };
     options.program_output = false;
-    if args.mode == Mode::Coverage {
-        anyhow::bail!("sonde top shows sampling or tracing: record coverage with sonde record --mode coverage");
-    }
-    if args.mode == Mode::Tracing {
-        options.config.mode = Mode::Tracing;
-        options.config.interval_us = 1000;
-    }
     let mut recording = match args.pid {
         Some(pid) => Recording::attach(pid, &options)?.0,
         None => Recording::launch(&args.command, &options)?,

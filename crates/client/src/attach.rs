@@ -32,7 +32,6 @@
 //!   ([`Target::agent_copy`]), which the runtime finds loaded and hands back; the agent restarts
 //!   its session. One loaded agent per process, whatever the attaches.
 
-use anyhow::{Result, bail};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -53,16 +52,70 @@ pub struct Target {
     pub command: Vec<String>,
 }
 
+/// Why a process cannot be attached to: each message is one line for a user, and says what to do
+/// instead where there is something to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    #[error("no process with pid {pid}")]
+    NoProcess { pid: u32 },
+    /// Sonde never attaches across users. `owner`: the process's uid, when it could be read.
+    #[error(
+        "process {pid} runs as {who}, not as this user (uid {user}): run sonde as the process's user (e.g. `sudo -u USER sonde record --pid {pid}`)",
+        who = .owner.map_or_else(|| "another user".to_string(), |u| format!("uid {u}"))
+    )]
+    OtherUser { pid: u32, owner: Option<u32>, user: u32 },
+    #[error("cannot read the memory map of process {pid}: {source}")]
+    Maps { pid: u32, source: std::io::Error },
+    #[error(
+        "process {pid} runs Mono, which has no attach API: start it under sonde instead (`sonde record -- mono …`)"
+    )]
+    Mono { pid: u32 },
+    #[error("process {pid} is not a .NET (CoreCLR) process: no libcoreclr.so in its memory map")]
+    NotDotnet { pid: u32 },
+    /// Started with `setting=0`, which switches off `what`.
+    #[error(
+        "process {pid} was started with {setting}=0 ({what} switched off): it cannot be attached to; restart it without that setting, or under sonde (`sonde record -- …`)"
+    )]
+    DiagnosticsOff { pid: u32, setting: &'static str, what: &'static str },
+    /// Started under `sonde record`: its agent was loaded at start-up.
+    #[error(
+        "process {pid} already has a profiler loaded: Sonde's agent, at start-up (it was started under `sonde record`, which records it); the runtime takes one per process"
+    )]
+    SondeAtStartup { pid: u32 },
+    /// Another profiler (`library`) was loaded at start-up.
+    #[error(
+        "process {pid} already has a profiler loaded: {library}, at start-up (CORECLR_PROFILER_PATH); the runtime takes one per process"
+    )]
+    ProfilerAtStartup { pid: u32, library: String },
+    #[error(
+        "process {pid} has no diagnostics socket in {} (its diagnostics may be off: DOTNET_EnableDiagnostics=0)",
+        .tmp.display()
+    )]
+    NoSocket { pid: u32, tmp: PathBuf },
+    #[error("process {pid} already has a profiler loaded (the runtime takes one per process)")]
+    ProfilerActive { pid: u32 },
+    /// The private directory for the agent's copy in the process's temporary directory is not
+    /// this user's alone (see [`Target::agent_copy`]): nothing is loaded.
+    #[error("the agent's directory for process {pid}: {source}")]
+    AgentDirectory { pid: u32, source: sonde_protocol::trust::TrustError },
+    /// The agent's copy could not be made (`path`: what could not be read or written).
+    #[error("cannot copy the agent to {}: {source}", .path.display())]
+    AgentCopy { path: PathBuf, source: std::io::Error },
+    #[error("cannot attach to process {pid}: {source}")]
+    Attach { pid: u32, source: AttachError },
+}
+
 /// `0x8013136A`: the process has a profiler already (or is still unloading one).
 const CORPROF_E_PROFILER_ALREADY_ACTIVE: u32 = 0x8013_136A;
 
 impl Target {
     /// Checks that `pid` is a CoreCLR process of this user's that can be attached to.
-    pub fn inspect(pid: u32) -> Result<Target> {
+    pub fn inspect(pid: u32) -> Result<Target, TargetError> {
         let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let status = match std::fs::read_to_string(proc_dir.join("status")) {
             Ok(status) => status,
-            Err(_) => bail!("no process with pid {pid}"),
+            Err(_) => return Err(TargetError::NoProcess { pid }),
         };
         let field = |name: &str| {
             status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.split_whitespace().collect::<Vec<_>>())
@@ -70,37 +123,30 @@ impl Target {
         let uid = field("Uid:").and_then(|v| v.get(1).and_then(|u| u.parse::<u32>().ok()));
         let user = sonde_protocol::trust::user();
         if uid != Some(user) {
-            let owner = uid.map_or_else(|| "another user".to_string(), |u| format!("uid {u}"));
-            bail!(
-                "process {pid} runs as {owner}, not as this user (uid {user}): run sonde as the process's user (e.g. `sudo -u USER sonde record --pid {pid}`)"
-            );
+            return Err(TargetError::OtherUser { pid, owner: uid, user });
         }
         let ns_pid = field("NSpid:").and_then(|v| v.last().and_then(|p| p.parse().ok())).unwrap_or(pid);
         let command = read_nul_list(&proc_dir.join("cmdline"));
-        let maps = std::fs::read_to_string(proc_dir.join("maps"))
-            .map_err(|e| anyhow::anyhow!("cannot read the memory map of process {pid}: {e}"))?;
+        let maps =
+            std::fs::read_to_string(proc_dir.join("maps")).map_err(|source| TargetError::Maps { pid, source })?;
         let mapped = |name: &str| maps.lines().any(|l| l.rsplit('/').next().is_some_and(|f| f.starts_with(name)));
         if !mapped("libcoreclr.so") {
             if mapped("libmonosgen") || mapped("libmono-") || command.first().is_some_and(|c| crate::launch::is_mono(c))
             {
-                bail!(
-                    "process {pid} runs Mono, which has no attach API: start it under sonde instead (`sonde record -- mono …`)"
-                );
+                return Err(TargetError::Mono { pid });
             }
-            bail!("process {pid} is not a .NET (CoreCLR) process: no libcoreclr.so in its memory map");
+            return Err(TargetError::NotDotnet { pid });
         }
         let environ = read_nul_list(&proc_dir.join("environ"));
         let var = |name: &str| environ.iter().find_map(|e| e.strip_prefix(name)?.strip_prefix('='));
-        for (name, what) in [
+        for (setting, what) in [
             ("DOTNET_EnableDiagnostics", "its diagnostics"),
             ("COMPlus_EnableDiagnostics", "its diagnostics"),
             ("DOTNET_EnableDiagnostics_IPC", "its diagnostics IPC"),
             ("DOTNET_EnableDiagnostics_Profiler", "profiler attach"),
         ] {
-            if var(name) == Some("0") {
-                bail!(
-                    "process {pid} was started with {name}=0 ({what} switched off): it cannot be attached to; restart it without that setting, or under sonde (`sonde record -- …`)"
-                );
+            if var(setting) == Some("0") {
+                return Err(TargetError::DiagnosticsOff { pid, setting, what });
             }
         }
         let tmp = var("TMPDIR").filter(|t| t.starts_with('/')).unwrap_or("/tmp");
@@ -108,13 +154,9 @@ impl Target {
         if let Some(library) = target.startup_profiler(&environ, &maps) {
             let name = library.rsplit('/').next().unwrap_or(&library);
             if name == crate::launch::AGENT_LIBRARY {
-                bail!(
-                    "process {pid} already has a profiler loaded: Sonde's agent, at start-up (it was started under `sonde record`, which records it); the runtime takes one per process"
-                );
+                return Err(TargetError::SondeAtStartup { pid });
             }
-            bail!(
-                "process {pid} already has a profiler loaded: {name}, at start-up (CORECLR_PROFILER_PATH); the runtime takes one per process"
-            );
+            return Err(TargetError::ProfilerAtStartup { pid, library: name.to_string() });
         }
         Ok(target)
     }
@@ -156,7 +198,7 @@ impl Target {
     /// had the same pid may still lie there (a killed runtime leaves its socket behind), so the
     /// one named after this process's start time (`/proc/PID/stat`'s `starttime`, the key the
     /// runtime puts in the name) is taken, else the newest.
-    pub fn diagnostics_socket(&self) -> Result<PathBuf> {
+    pub fn diagnostics_socket(&self) -> Result<PathBuf, TargetError> {
         let dir = self.host_path(&self.tmp);
         let prefix = format!("dotnet-diagnostic-{}-", self.ns_pid);
         let mut found: Vec<(String, std::time::SystemTime)> = std::fs::read_dir(&dir)
@@ -174,11 +216,7 @@ impl Target {
         let chosen = found.iter().find(|(key, _)| start.as_deref() == Some(key.as_str())).or_else(|| found.first());
         match chosen {
             Some((key, _)) => Ok(dir.join(format!("{prefix}{key}-socket"))),
-            None => bail!(
-                "process {} has no diagnostics socket in {} (its diagnostics may be off: DOTNET_EnableDiagnostics=0)",
-                self.pid,
-                self.tmp.display()
-            ),
+            None => Err(TargetError::NoSocket { pid: self.pid, tmp: self.tmp.clone() }),
         }
     }
 
@@ -191,19 +229,19 @@ impl Target {
     /// that library, whose state the agent restarts (its `session::restart`). So a process
     /// holds one loaded copy however often it is attached to — where a fresh copy per attach
     /// each took static TLS of its own, and glibc's reserve ran out after a few.
-    pub fn agent_copy(&self, agent: &Path) -> Result<PathBuf> {
+    pub fn agent_copy(&self, agent: &Path) -> Result<PathBuf, TargetError> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
         let user = sonde_protocol::trust::user();
         let dir_inside = self.tmp.join(format!("sonde-agent-{user}"));
         let dir = self.host_path(&dir_inside);
         match std::fs::create_dir(&dir) {
-            Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?,
+            Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(failed(&dir))?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => bail!("cannot make {}: {e}", dir.display()),
+            Err(e) => return Err(failed(&dir)(e)),
         }
         sonde_protocol::trust::check_private_dir(&dir)
-            .map_err(|e| anyhow::anyhow!("the agent's directory for process {}: {e}", self.pid))?;
-        let bytes = std::fs::read(agent).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", agent.display()))?;
+            .map_err(|source| TargetError::AgentDirectory { pid: self.pid, source })?;
+        let bytes = std::fs::read(agent).map_err(failed(agent))?;
         let name = format!("{}-{:016x}.so", crate::launch::AGENT_LIBRARY.trim_end_matches(".so"), build_hash(&bytes));
         let path = dir.join(&name);
         let made = std::fs::symlink_metadata(&path)
@@ -217,11 +255,11 @@ impl Target {
                 .mode(0o700)
                 .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
                 .open(&tmp)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
-            file.write_all(&bytes)?;
-            file.set_permissions(std::fs::Permissions::from_mode(0o500))?;
+                .map_err(failed(&tmp))?;
+            file.write_all(&bytes).map_err(failed(&tmp))?;
+            file.set_permissions(std::fs::Permissions::from_mode(0o500)).map_err(failed(&tmp))?;
             drop(file);
-            std::fs::rename(&tmp, &path).map_err(|e| anyhow::anyhow!("cannot make {}: {e}", path.display()))?;
+            std::fs::rename(&tmp, &path).map_err(failed(&path))?;
         }
         Ok(dir_inside.join(name))
     }
@@ -237,7 +275,8 @@ impl Target {
     /// A refusal because a profiler is there already is retried for a while when an earlier
     /// attach left this agent loaded there (one that just detached is released in the
     /// background).
-    pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<()> {
+    pub fn attach(&self, socket: &Path, agent: &Path, client_data: &[u8]) -> Result<(), TargetError> {
+        let pid = self.pid;
         let deadline = Instant::now() + Duration::from_secs(10);
         let loaded_before = self.has_loaded(agent);
         loop {
@@ -249,12 +288,18 @@ impl Target {
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 Err(AttachError::Refused(CORPROF_E_PROFILER_ALREADY_ACTIVE)) => {
-                    bail!("process {} already has a profiler loaded (the runtime takes one per process)", self.pid)
+                    return Err(TargetError::ProfilerActive { pid });
                 }
-                Err(e) => bail!("cannot attach to process {}: {e}", self.pid),
+                Err(source) => return Err(TargetError::Attach { pid, source }),
             }
         }
     }
+}
+
+/// What turns an I/O error on `path` into [`TargetError::AgentCopy`].
+fn failed(path: &Path) -> impl FnOnce(std::io::Error) -> TargetError {
+    let path = path.to_path_buf();
+    move |source| TargetError::AgentCopy { path, source }
 }
 
 /// Tells agent builds apart (not a security measure: the directory is private).
@@ -429,12 +474,14 @@ mod tests {
     #[test]
     fn a_missing_process_is_one_line() {
         let e = Target::inspect(u32::MAX - 1).unwrap_err();
+        assert!(matches!(e, TargetError::NoProcess { pid } if pid == u32::MAX - 1), "{e:?}");
         assert_eq!(e.to_string(), format!("no process with pid {}", u32::MAX - 1));
     }
 
     #[test]
     fn a_process_without_coreclr_is_not_dotnet() {
         let e = Target::inspect(std::process::id()).unwrap_err();
+        assert!(matches!(e, TargetError::NotDotnet { .. }), "{e:?}");
         assert!(e.to_string().contains("is not a .NET (CoreCLR) process"), "{e}");
     }
 }

@@ -410,7 +410,7 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, changes: Arc<
             let result = serve(stream, &session, &changes, verbose);
             let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
             if let Err(e) = result {
-                s.errors.push(e);
+                s.errors.push(e.to_string());
             }
             s.closed = true;
             drop(s);
@@ -419,21 +419,45 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, changes: Arc<
     }
 }
 
-fn serve(stream: UnixStream, session: &Mutex<Session>, changes: &Changes, verbose: bool) -> Result<(), String> {
-    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+/// Why a connection from an agent ended badly (kept in its session's `errors`).
+#[derive(Debug, thiserror::Error)]
+enum ConnectionError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Reply(#[from] FrameError),
+    #[error("agent spoke before its handshake: {0}")]
+    BeforeHandshake(String),
+    #[error("agent handshake failed: {0}")]
+    Handshake(FrameError),
+    #[error("agent speaks protocol {0}, this sonde speaks {PROTOCOL_VERSION}")]
+    Protocol(u32),
+    #[error("agent repeated its handshake")]
+    RepeatedHandshake,
+    #[error("bad message from agent: {0}")]
+    BadMessage(FrameError),
+}
+
+fn serve(
+    stream: UnixStream,
+    session: &Mutex<Session>,
+    changes: &Changes,
+    verbose: bool,
+) -> Result<(), ConnectionError> {
+    let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     let lock = || session.lock().unwrap_or_else(|e| e.into_inner());
     let hello = match read_frame::<AgentMessage>(&mut reader) {
         Ok(AgentMessage::Hello(hello)) => hello,
-        Ok(other) => return Err(format!("agent spoke before its handshake: {other:?}")),
-        Err(e) => return Err(format!("agent handshake failed: {e}")),
+        Ok(other) => return Err(ConnectionError::BeforeHandshake(format!("{other:?}"))),
+        Err(e) => return Err(ConnectionError::Handshake(e)),
     };
     if hello.protocol != PROTOCOL_VERSION {
-        let reason = format!("agent speaks protocol {}, this sonde speaks {PROTOCOL_VERSION}", hello.protocol);
-        let _ = write_frame(&mut writer, &ControllerMessage::Reject { reason: reason.clone() });
-        return Err(reason);
+        let error = ConnectionError::Protocol(hello.protocol);
+        let _ = write_frame(&mut writer, &ControllerMessage::Reject { reason: error.to_string() });
+        return Err(error);
     }
-    write_frame(&mut writer, &ControllerMessage::Welcome { protocol: PROTOCOL_VERSION }).map_err(|e| e.to_string())?;
+    write_frame(&mut writer, &ControllerMessage::Welcome { protocol: PROTOCOL_VERSION })?;
     if verbose {
         crate::note!(
             "sonde: agent connected: pid {} ({} {})",
@@ -450,11 +474,11 @@ fn serve(stream: UnixStream, session: &Mutex<Session>, changes: &Changes, verbos
                 changes.bump();
             }
             Ok(AgentMessage::Error(message)) => lock().errors.push(format!("agent: {message}")),
-            Ok(AgentMessage::Hello(_)) => return Err("agent repeated its handshake".into()),
+            Ok(AgentMessage::Hello(_)) => return Err(ConnectionError::RepeatedHandshake),
             Err(FrameError::Closed) => return Ok(()),
             // A process that dies mid-frame (killed, crashed) is expected: keep what arrived.
             Err(FrameError::Io(_)) => return Ok(()),
-            Err(e) => return Err(format!("bad message from agent: {e}")),
+            Err(e) => return Err(ConnectionError::BadMessage(e)),
         }
     }
 }

@@ -9,16 +9,54 @@
 //! no longer runs) is removed by the next `sonde sessions`.
 //!
 //! One request per connection ([`ControlRequest`]), one reply ([`ControlReply`]), framed as the
-//! agent channel is.
+//! agent channel is. A recording answers through [`serve`]: its status, `stop`, `pause` and
+//! `resume` here, a snapshot through the caller (where and how a profile is written is its own).
 
+use crate::collector::Agents;
+use sonde_profile::Mode;
 use sonde_protocol::control::{CONTROL_VERSION, ControlCommand, ControlReply, ControlRequest, SessionStatus};
-use sonde_protocol::{read_frame, trust, write_frame};
+use sonde_protocol::trust::{self, TrustError};
+use sonde_protocol::{FrameError, read_frame, write_frame};
+use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long either end waits for the other's message (a snapshot takes a moment).
 const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Why a control request got no answer, or which session to ask could not be chosen.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The registry directory cannot be made or read, or the connection failed midway.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("no recording session {id} (see `sonde sessions`)")]
+    NoSession { id: u32 },
+    #[error("the control socket of session {id} is not trusted: {source}")]
+    Untrusted { id: u32, source: TrustError },
+    /// The peer is not this user's.
+    #[error(transparent)]
+    Peer(#[from] TrustError),
+    #[error("session {id} does not answer: {source}")]
+    NotAnswering { id: u32, source: std::io::Error },
+    #[error(transparent)]
+    Request(#[from] FrameError),
+    #[error("session {id} did not answer: {source}")]
+    NoAnswer { id: u32, source: FrameError },
+    #[error("no recording session is running (start one with `sonde record`)")]
+    NoneRunning,
+    /// Several sessions run: `--session` must say which.
+    #[error(
+        "{} recording sessions are running ({}): choose one with --session ID",
+        .ids.len(),
+        .ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    Several { ids: Vec<u32> },
+}
 
 /// The registry directory (created if missing), checked private.
 pub fn registry() -> std::io::Result<PathBuf> {
@@ -85,23 +123,104 @@ impl ControlServer {
     }
 }
 
+/// What a recording's control socket needs to know about it ([`serve`]).
+pub struct Served {
+    pub agents: Agents,
+    pub pid: u32,
+    /// The pid the agent reports (its own PID namespace's).
+    pub ns_pid: u32,
+    pub command: Vec<String>,
+    pub mode: Mode,
+    pub attached: bool,
+    /// Where its profile goes (absolute).
+    pub output: PathBuf,
+}
+
+impl Served {
+    /// What `recording` is, writing its profile to `output`.
+    pub fn of(recording: &crate::Recording, output: &Path) -> Served {
+        Served {
+            agents: recording.agents(),
+            pid: recording.pid(),
+            ns_pid: recording.ns_pid(),
+            command: recording.command().to_vec(),
+            mode: recording.mode(),
+            attached: recording.attached(),
+            output: std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf()),
+        }
+    }
+}
+
+/// Opens the control socket of a recording and answers it: `status`; `snapshot` through `write`
+/// (the recording, the file asked for, `--force`; the line to answer with, or why not); `stop`,
+/// which sets `stop` and writes to `wake` (the recording's watch wakes: see
+/// [`crate::Watch::wake`]); `pause` and `resume` (sampling only). `served` is filled in once the
+/// process runs; until then requests are answered with an error.
+pub fn serve(
+    served: Arc<OnceLock<Served>>,
+    stop: Arc<AtomicBool>,
+    wake: Option<UnixStream>,
+    write: impl Fn(&Served, &Path, bool) -> Result<String, String> + Send + 'static,
+) -> std::io::Result<ControlServer> {
+    let paused = AtomicBool::new(false);
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    ControlServer::start(move |command: ControlCommand| {
+        let Some(served) = served.get() else {
+            return ControlReply::Error("the recording is starting; try again".into());
+        };
+        match command {
+            ControlCommand::Status => ControlReply::Status(SessionStatus {
+                id: std::process::id(),
+                pid: served.pid,
+                command: served.command.clone(),
+                mode: served.mode,
+                attached: served.attached,
+                paused: paused.load(Ordering::Relaxed),
+                output: served.output.clone(),
+                started_unix_ms,
+            }),
+            ControlCommand::Snapshot { to, force } => match write(served, &to, force) {
+                Ok(line) => ControlReply::Done(line),
+                Err(why) => ControlReply::Error(why),
+            },
+            ControlCommand::Stop => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(mut wake) = wake.as_ref() {
+                    let _ = wake.write_all(b"s");
+                }
+                ControlReply::Done(format!("stopping the recording of process {}", served.pid))
+            }
+            ControlCommand::Pause | ControlCommand::Resume if served.mode != Mode::Sampling => ControlReply::Error(
+                "pause and resume apply to sampling; this session traces (its enter/leave pairs must stay balanced)"
+                    .into(),
+            ),
+            ControlCommand::Pause | ControlCommand::Resume => {
+                let pause = command == ControlCommand::Pause;
+                paused.store(pause, Ordering::Relaxed);
+                served.agents.pause_agents(pause);
+                ControlReply::Done(format!("{} process {}", if pause { "paused" } else { "resumed" }, served.pid))
+            }
+        }
+    })
+}
+
 /// Sends `command` to recording `id` and returns its reply.
-pub fn send(id: u32, command: ControlCommand) -> anyhow::Result<ControlReply> {
+pub fn send(id: u32, command: ControlCommand) -> Result<ControlReply, ControlError> {
     let path = socket_path(&registry()?, id);
     trust::check_socket(&path).map_err(|e| match e {
-        trust::TrustError::Inspect { .. } => anyhow::anyhow!("no recording session {id} (see `sonde sessions`)"),
-        e => anyhow::anyhow!("the control socket of session {id} is not trusted: {e}"),
+        TrustError::Inspect { .. } => ControlError::NoSession { id },
+        source => ControlError::Untrusted { id, source },
     })?;
-    let mut stream = UnixStream::connect(&path).map_err(|e| anyhow::anyhow!("session {id} does not answer: {e}"))?;
+    let mut stream = UnixStream::connect(&path).map_err(|source| ControlError::NotAnswering { id, source })?;
     trust::check_peer(&stream)?;
     stream.set_read_timeout(Some(PATIENCE))?;
     stream.set_write_timeout(Some(PATIENCE))?;
     write_frame(&mut stream, &ControlRequest { version: CONTROL_VERSION, command })?;
-    read_frame::<ControlReply>(&mut stream).map_err(|e| anyhow::anyhow!("session {id} did not answer: {e}"))
+    read_frame::<ControlReply>(&mut stream).map_err(|source| ControlError::NoAnswer { id, source })
 }
 
 /// The running sessions, by id; sockets left by recordings that no longer run are removed.
-pub fn sessions() -> anyhow::Result<Vec<SessionStatus>> {
+pub fn sessions() -> Result<Vec<SessionStatus>, ControlError> {
     let registry = registry()?;
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&registry)?.flatten() {
@@ -122,18 +241,14 @@ pub fn sessions() -> anyhow::Result<Vec<SessionStatus>> {
 }
 
 /// `id`, or the one running session when `id` is `None`.
-pub fn choose(id: Option<u32>) -> anyhow::Result<u32> {
+pub fn choose(id: Option<u32>) -> Result<u32, ControlError> {
     if let Some(id) = id {
         return Ok(id);
     }
     let sessions = sessions()?;
     match sessions.as_slice() {
         [one] => Ok(one.id),
-        [] => anyhow::bail!("no recording session is running (start one with `sonde record`)"),
-        many => anyhow::bail!(
-            "{} recording sessions are running ({}): choose one with --session ID",
-            many.len(),
-            many.iter().map(|s| s.id.to_string()).collect::<Vec<_>>().join(", ")
-        ),
+        [] => Err(ControlError::NoneRunning),
+        many => Err(ControlError::Several { ids: many.iter().map(|s| s.id).collect() }),
     }
 }

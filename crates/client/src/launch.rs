@@ -25,12 +25,72 @@
 //! e.g. `mono-sgen`) only changes the errors: a missing Mono, and what to say when no agent
 //! connected. No `--runtime` flag is needed.
 
-use anyhow::{Context, Result, bail};
 use sonde_profile::Mode;
-use sonde_protocol::{AgentConfig, config, trust};
+use sonde_protocol::trust::{self, TrustError};
+use sonde_protocol::{AgentConfig, config};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+
+/// Why a program cannot be started with the agent: each message is one line for a user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    #[error("no command to run")]
+    NoCommand,
+    /// The program is not there (not on `PATH`, or no such file).
+    #[error("cannot run `{program}`: command not found")]
+    NotFound { program: String },
+    /// A Mono command, and no Mono to run it.
+    #[error(
+        "cannot run `{program}`: command not found; is Mono installed? (Debian/Ubuntu: apt-get install mono-runtime)"
+    )]
+    MonoNotFound { program: String },
+    /// The program exists but could not be started (permissions, not executable, …).
+    #[error("cannot run `{program}`: {source}")]
+    Spawn { program: String, source: std::io::Error },
+    /// The agent library, or a directory above it, can be written by others.
+    #[error("refusing to load the agent {} into the program: {source} (chmod go-w fixes it)", .agent.display())]
+    UntrustedAgent { agent: PathBuf, source: TrustError },
+    /// Mono's module directory beside the agent cannot be used (only an error for a Mono command).
+    #[error(transparent)]
+    MonoModule(#[from] MonoModuleError),
+    #[error(transparent)]
+    AgentNotFound(#[from] AgentNotFound),
+}
+
+/// Why the agent library was not found ([`locate_agent`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentNotFound {
+    #[error("SONDE_AGENT points to {}, which does not exist", .0.display())]
+    BadVariable(PathBuf),
+    #[error("cannot find the sonde executable: {0}")]
+    NoExecutable(std::io::Error),
+    #[error(
+        "cannot find the agent library {AGENT_LIBRARY} next to {} (build it with `cargo build -p sonde-agent`, or set SONDE_AGENT)",
+        .exe.display()
+    )]
+    NotBeside { exe: PathBuf },
+}
+
+/// Why the `mono/` directory beside the agent cannot be used ([`mono_module_dir`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MonoModuleError {
+    #[error("cannot resolve {}: {source}", .path.display())]
+    Resolve { path: PathBuf, source: std::io::Error },
+    #[error("{} has no directory", .0.display())]
+    NoDirectory(PathBuf),
+    #[error("cannot set the mode of {}: {source}", .path.display())]
+    Mode { path: PathBuf, source: std::io::Error },
+    #[error("cannot create {}: {source}", .path.display())]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("{} is not a link to the agent {}", .module.display(), .agent.display())]
+    NotOurs { module: PathBuf, agent: PathBuf },
+    #[error(transparent)]
+    Untrusted(#[from] TrustError),
+}
 
 /// The CLSID the agent answers to in `DllGetClassObject` (`sonde_agent::CLSID_SONDE`).
 pub const PROFILER_CLSID: &str = "{9E2B6C4A-5D0F-4E8B-A1C3-7F5D2E9B0A61}";
@@ -52,21 +112,18 @@ pub fn is_mono(program: &str) -> bool {
 
 /// A command ready to spawn: `program args…` with the agent's environment, once the agent
 /// library and its Mono module directory are found trustworthy.
-pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result<Command> {
-    if is_mono(&program[0]) && find_program(&program[0]).is_none() {
-        bail!(
-            "cannot run `{}`: command not found; is Mono installed? (Debian/Ubuntu: apt-get install mono-runtime)",
-            program[0]
-        );
+pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result<Command, LaunchError> {
+    let Some(name) = program.first() else { return Err(LaunchError::NoCommand) };
+    if is_mono(name) && find_program(name).is_none() {
+        return Err(LaunchError::MonoNotFound { program: name.clone() });
     }
-    trust::check_not_writable_by_others(agent).map_err(|e| {
-        anyhow::anyhow!("refusing to load the agent {} into the program: {e} (chmod go-w fixes it)", agent.display())
-    })?;
+    trust::check_not_writable_by_others(agent)
+        .map_err(|source| LaunchError::UntrustedAgent { agent: agent.to_path_buf(), source })?;
     let mono_dir = match mono_module_dir(agent) {
         Ok(dir) => Some(dir),
-        Err(e) if is_mono(&program[0]) => return Err(e),
+        Err(e) if is_mono(name) => return Err(e.into()),
         Err(e) => {
-            crate::note!("sonde: Mono programs this command starts will not be profiled: {e:#}");
+            crate::note!("sonde: Mono programs this command starts will not be profiled: {e}");
             None
         }
     };
@@ -91,6 +148,15 @@ pub fn command(program: &[String], agent: &Path, config: &AgentConfig) -> Result
     Ok(command)
 }
 
+/// Starts `command` (made by [`command`] for `program`): a program that is not there is
+/// [`LaunchError::NotFound`].
+pub fn spawn(command: &mut Command, program: &str) -> Result<Child, LaunchError> {
+    command.spawn().map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => LaunchError::NotFound { program: program.to_string() },
+        _ => LaunchError::Spawn { program: program.to_string(), source },
+    })
+}
+
 /// Whether `program` (a path, or a name on `PATH`) is a native program built with
 /// `-finstrument-functions`: it imports the compiler's entry hook.
 pub fn is_instrumented_native(program: &str) -> bool {
@@ -108,11 +174,12 @@ pub fn instrumented_libraries(files: &[String]) -> Vec<String> {
 /// `<agent's directory>/mono/`, holding `libmono-profiler-sonde.so` → the agent: found there, or
 /// made (a directory of mode 0755 whatever the umask, and a relative symlink), then checked to
 /// point at this agent and to be writable by nobody else.
-fn mono_module_dir(agent: &Path) -> Result<PathBuf> {
+fn mono_module_dir(agent: &Path) -> Result<PathBuf, MonoModuleError> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    let agent = agent.canonicalize().with_context(|| format!("cannot resolve {}", agent.display()))?;
+    let agent =
+        agent.canonicalize().map_err(|source| MonoModuleError::Resolve { path: agent.to_path_buf(), source })?;
     let (Some(home), Some(name)) = (agent.parent(), agent.file_name()) else {
-        bail!("{} has no directory", agent.display());
+        return Err(MonoModuleError::NoDirectory(agent));
     };
     let dir = home.join("mono");
     let module = dir.join(MONO_MODULE);
@@ -120,21 +187,21 @@ fn mono_module_dir(agent: &Path) -> Result<PathBuf> {
         let made = std::fs::DirBuilder::new().mode(0o755).create(&dir);
         match made {
             Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-                .with_context(|| format!("cannot set the mode of {}", dir.display()))?,
+                .map_err(|source| MonoModuleError::Mode { path: dir.clone(), source })?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+            Err(source) => return Err(MonoModuleError::Create { path: dir, source }),
         }
         match std::os::unix::fs::symlink(Path::new("..").join(name), &module) {
             Ok(()) => {}
             // Another sonde made it at the same moment: checked below like any other.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot create {}", module.display())),
+            Err(source) => return Err(MonoModuleError::Create { path: module, source }),
         }
     }
     if module.canonicalize().ok().as_deref() != Some(agent.as_path()) {
-        bail!("{} is not a link to the agent {}", module.display(), agent.display());
+        return Err(MonoModuleError::NotOurs { module, agent });
     }
-    trust::check_not_writable_by_others(&module).map_err(|e| anyhow::anyhow!("{e}"))?;
+    trust::check_not_writable_by_others(&module)?;
     Ok(dir)
 }
 
@@ -223,15 +290,15 @@ pub fn no_agent_reason(program: &[String]) -> String {
 
 /// The agent library: `$SONDE_AGENT`, else beside the `sonde` executable, else in `../lib/sonde/`,
 /// else in the directory above (a program of the build's `examples/`, using this library).
-pub fn locate_agent() -> Result<PathBuf> {
+pub fn locate_agent() -> Result<PathBuf, AgentNotFound> {
     if let Some(path) = std::env::var_os("SONDE_AGENT") {
         let path = PathBuf::from(path);
         if path.is_file() {
             return Ok(path);
         }
-        bail!("SONDE_AGENT points to {}, which does not exist", path.display());
+        return Err(AgentNotFound::BadVariable(path));
     }
-    let exe = std::env::current_exe().map_err(|e| anyhow::anyhow!("cannot find the sonde executable: {e}"))?;
+    let exe = std::env::current_exe().map_err(AgentNotFound::NoExecutable)?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     for candidate in
         [dir.join(AGENT_LIBRARY), dir.join("../lib/sonde").join(AGENT_LIBRARY), dir.join("..").join(AGENT_LIBRARY)]
@@ -240,10 +307,7 @@ pub fn locate_agent() -> Result<PathBuf> {
             return Ok(candidate.canonicalize().unwrap_or(candidate));
         }
     }
-    bail!(
-        "cannot find the agent library {AGENT_LIBRARY} next to {} (build it with `cargo build -p sonde-agent`, or set SONDE_AGENT)",
-        exe.display()
-    )
+    Err(AgentNotFound::NotBeside { exe })
 }
 
 /// Sends `signal` to process `pid`; a process that is already gone is not an error.
@@ -265,6 +329,20 @@ mod tests {
         for other in ["dotnet", "/usr/bin/monodis", "./mono.sh", "/bin/sh"] {
             assert!(!is_mono(other), "{other}");
         }
+    }
+
+    /// A caller tells a missing program from one that cannot run; the messages are `sonde`'s.
+    #[test]
+    fn a_missing_program_is_not_found() {
+        let missing = "/nonexistent/sonde-test-program";
+        let e = spawn(&mut Command::new(missing), missing).unwrap_err();
+        assert!(matches!(&e, LaunchError::NotFound { program } if program == missing), "{e:?}");
+        assert_eq!(e.to_string(), format!("cannot run `{missing}`: command not found"));
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_program = dir.path().to_str().unwrap();
+        let e = spawn(&mut Command::new(not_a_program), not_a_program).unwrap_err();
+        assert!(matches!(e, LaunchError::Spawn { .. }), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("cannot run `{not_a_program}`: ")), "{e}");
     }
 
     #[test]
@@ -301,8 +379,10 @@ mod tests {
         // A module that is not this agent is refused, as is a directory others can write.
         let other = home.path().join("other.so");
         std::fs::write(&other, b"").unwrap();
-        assert!(mono_module_dir(&other).unwrap_err().to_string().contains("is not a link to the agent"));
+        let e = mono_module_dir(&other).unwrap_err();
+        assert!(matches!(e, MonoModuleError::NotOurs { .. }) && e.to_string().contains("is not a link to the agent"));
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(mono_module_dir(&agent).unwrap_err().to_string().contains("other users can write it"));
+        let e = mono_module_dir(&agent).unwrap_err();
+        assert!(matches!(e, MonoModuleError::Untrusted(_)) && e.to_string().contains("other users can write it"));
     }
 }

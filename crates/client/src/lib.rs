@@ -6,8 +6,8 @@
 //! the pieces `sonde` itself is built from: [`collector`] (the controller's side of the agent
 //! socket), [`launch`] (the environment a launched program gets), [`attach`] (the runtime's
 //! diagnostics IPC), [`assemble`] (an agent's data → a profile) and [`control`] (the control
-//! socket of a running recording: `sonde sessions`, `sonde snapshot`) and [`push`] (continuous
-//! profiling to Grafana Pyroscope).
+//! socket of a running recording: `sonde sessions`, `sonde snapshot`), [`push`] (continuous
+//! profiling to Grafana Pyroscope) and [`pushing`] (a recording's intervals, pushed).
 #![forbid(unsafe_code)]
 
 pub mod assemble;
@@ -17,10 +17,14 @@ pub mod control;
 mod coverage;
 pub mod launch;
 pub mod push;
+pub mod pushing;
 mod recording;
 pub mod sources;
 
-pub use recording::{Options, Recording, Update, running_facts};
+pub use recording::{
+    End, Error, Launch, Options, Recording, SNAPSHOT_PERIOD, Signals, Update, Watch, interval_for_rate, running_facts,
+    wake_pair,
+};
 
 use std::sync::RwLock;
 

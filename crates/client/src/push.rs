@@ -55,12 +55,38 @@ pub const ENV_TOKEN: &str = "SONDE_PUSH_TOKEN";
 /// `X-Scope-OrgID`: the tenant of a multi-tenant Pyroscope.
 pub const ENV_TENANT: &str = "SONDE_PUSH_TENANT";
 
+/// Why the credentials in the environment cannot be used ([`Auth::from_env`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    #[error("set either {ENV_USER}/{ENV_PASSWORD} or {ENV_TOKEN}, not both")]
+    Both,
+    #[error("{ENV_PASSWORD} is set without {ENV_USER}")]
+    PasswordWithoutUser,
+}
+
+/// Why a push URL is refused ([`Target::new`]). A URL with credentials in it is never echoed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    #[error("--push {0}: not an http:// or https:// URL")]
+    NotHttp(String),
+    #[error("--push {0}: no host")]
+    NoHost(String),
+    #[error("--push {0}: the server's base URL, without a query or fragment")]
+    QueryOrFragment(String),
+    #[error(
+        "--push: credentials go in {ENV_USER}/{ENV_PASSWORD} or {ENV_TOKEN}, not in the URL (they would reach logs)"
+    )]
+    Credentials,
+}
+
 impl Auth {
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Auth, String> {
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Auth, AuthError> {
         match (get(ENV_USER), get(ENV_PASSWORD), get(ENV_TOKEN)) {
-            (Some(_), _, Some(_)) => Err(format!("set either {ENV_USER}/{ENV_PASSWORD} or {ENV_TOKEN}, not both")),
+            (Some(_), _, Some(_)) => Err(AuthError::Both),
             (Some(user), password, None) => Ok(Auth::Basic { user, password: password.unwrap_or_default() }),
-            (None, Some(_), _) => Err(format!("{ENV_PASSWORD} is set without {ENV_USER}")),
+            (None, Some(_), _) => Err(AuthError::PasswordWithoutUser),
             (None, None, Some(token)) => Ok(Auth::Bearer(token)),
             (None, None, None) => Ok(Auth::None),
         }
@@ -78,22 +104,20 @@ pub struct Target {
 
 impl Target {
     /// Checks the URL: `http://` or `https://`, a host, no query or fragment.
-    pub fn new(url: &str, auth: Auth, tenant: Option<String>) -> Result<Target, String> {
+    pub fn new(url: &str, auth: Auth, tenant: Option<String>) -> Result<Target, UrlError> {
         let rest = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
-            .ok_or_else(|| format!("--push {url}: not an http:// or https:// URL"))?;
+            .ok_or_else(|| UrlError::NotHttp(url.to_string()))?;
         if rest.is_empty() || rest.starts_with('/') {
-            return Err(format!("--push {url}: no host"));
+            return Err(UrlError::NoHost(url.to_string()));
         }
         if url.contains(['?', '#', ' ']) {
-            return Err(format!("--push {url}: the server's base URL, without a query or fragment"));
+            return Err(UrlError::QueryOrFragment(url.to_string()));
         }
         if rest.split('/').next().is_some_and(|authority| authority.contains('@')) {
             // Never echo it: it holds a password.
-            return Err(format!(
-                "--push: credentials go in {ENV_USER}/{ENV_PASSWORD} or {ENV_TOKEN}, not in the URL (they would reach logs)"
-            ));
+            return Err(UrlError::Credentials);
         }
         Ok(Target { url: url.trim_end_matches('/').to_string(), auth, tenant })
     }
@@ -478,8 +502,8 @@ mod tests {
         assert_eq!(format!("{basic:?}"), "basic");
         let bearer = Auth::from_env(env(&[(ENV_TOKEN, "secret")])).unwrap();
         assert!(!format!("{:?}", Target::new("http://h:4040", bearer, None).unwrap()).contains("secret"));
-        assert!(Auth::from_env(env(&[(ENV_USER, "u"), (ENV_TOKEN, "t")])).is_err());
-        assert!(Auth::from_env(env(&[(ENV_PASSWORD, "p")])).is_err());
+        assert_eq!(Auth::from_env(env(&[(ENV_USER, "u"), (ENV_TOKEN, "t")])), Err(AuthError::Both));
+        assert_eq!(Auth::from_env(env(&[(ENV_PASSWORD, "p")])), Err(AuthError::PasswordWithoutUser));
     }
 
     #[test]
@@ -492,6 +516,8 @@ mod tests {
         assert!(Target::new("http://", Auth::None, None).is_err());
         assert!(Target::new("http://h/?x=1", Auth::None, None).is_err());
         let with_password = Target::new("https://u:secret@h", Auth::None, None).unwrap_err();
+        assert_eq!(with_password, UrlError::Credentials);
+        let with_password = with_password.to_string();
         assert!(with_password.contains("not in the URL") && !with_password.contains("secret"), "{with_password}");
     }
 

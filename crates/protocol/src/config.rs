@@ -132,13 +132,13 @@ impl EventKinds {
     }
 
     /// Parses `alloc,gc,…` (`none`: nothing; `all`: everything); the unknown name is the error.
-    pub fn parse(list: &str) -> Result<EventKinds, String> {
+    pub fn parse(list: &str) -> Result<EventKinds, UnknownEventKind> {
         let mut kinds = EventKinds::NONE;
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
                 "none" => {}
                 "all" => kinds = EventKinds::ALL,
-                _ => *kinds.flag(name).ok_or_else(|| name.to_string())? = true,
+                _ => *kinds.flag(name).ok_or_else(|| UnknownEventKind(name.to_string()))? = true,
             }
         }
         Ok(kinds)
@@ -151,6 +151,11 @@ impl EventKinds {
         if names.is_empty() { "none".to_string() } else { names.join(",") }
     }
 }
+
+/// A name in an event list that is not a kind ([`EventKinds::parse`]); it holds the name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown event kind `{0}`")]
+pub struct UnknownEventKind(pub String);
 
 impl Default for EventKinds {
     fn default() -> Self {
@@ -409,7 +414,7 @@ impl AgentConfig {
                 .map_err(ConfigError::BadInjectRule)?;
         }
         if let Some(list) = get(ENV_EVENTS) {
-            config.events = EventKinds::parse(&list).map_err(ConfigError::UnknownEvent)?;
+            config.events = EventKinds::parse(&list).map_err(|e| ConfigError::UnknownEvent(e.0))?;
         }
         if let Some(how) = get(ENV_ALLOC_SAMPLING) {
             config.alloc_exact = match how.as_str() {
@@ -495,7 +500,7 @@ mod tests {
         assert_eq!(EventKinds::NONE.to_list(), "none");
         assert_eq!(EventKinds::parse(&EventKinds::DEFAULT.to_list()).unwrap(), EventKinds::DEFAULT);
         assert_eq!(EventKinds::parse(&EventKinds::ALL.to_list()).unwrap(), EventKinds::ALL);
-        assert_eq!(EventKinds::parse("gc,heap"), Err("heap".to_string()));
+        assert_eq!(EventKinds::parse("gc,heap"), Err(UnknownEventKind("heap".to_string())));
     }
 
     #[test]
