@@ -63,9 +63,9 @@ pub fn configure(kinds: EventKinds) {
 /// A new session: nothing counted yet (the session's kinds follow with [`configure`]).
 pub fn reset() {
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    EVERY.store(false, Relaxed);
-    EXACT.store(false, Relaxed);
-    SAMPLED.store(0, Relaxed);
+    ALLOCATIONS.every.store(false, Relaxed);
+    ALLOCATIONS.exact.store(false, Relaxed);
+    ALLOCATIONS.sampled.store(0, Relaxed);
 }
 
 /// The kinds recorded.
@@ -233,12 +233,15 @@ pub fn gc_finished(heap_bytes: u64) {
 /// threads': `ThreadState::events`).
 pub fn snapshot() -> RuntimeEvents {
     let mut events = with(|s| s.events.clone());
-    if EVERY.load(Relaxed) {
+    if ALLOCATIONS.every.load(Relaxed) {
         let allocations = &mut events.allocations;
         allocations.by_type = by_type::snapshot();
         allocations.exact_by_type = true;
-        allocations.samples =
-            if EXACT.load(Relaxed) { allocations.by_type.iter().map(|a| a.count).sum() } else { SAMPLED.load(Relaxed) };
+        allocations.samples = if ALLOCATIONS.exact.load(Relaxed) {
+            allocations.by_type.iter().map(|a| a.count).sum()
+        } else {
+            ALLOCATIONS.sampled.load(Relaxed)
+        };
     }
     events
 }
@@ -344,19 +347,34 @@ pub fn allocated(key: usize, name: impl FnOnce() -> Option<String>, bytes: u64, 
     });
 }
 
-/// The runtime reports every allocation (Mono; CoreCLR in exact mode), so the totals by type are
-/// counted exactly ([`by_type`]): set once, at start-up.
-static EVERY: AtomicBool = AtomicBool::new(false);
-/// Every allocation also counts per node, in tracing mode (`--alloc-sampling exact`).
-static EXACT: AtomicBool = AtomicBool::new(false);
-/// Allocations the per-byte sampler picked ([`sample_allocation`]), when not [`EXACT`].
-static SAMPLED: AtomicU64 = AtomicU64::new(0);
+/// How allocations are counted, set at start-up by the backend for the session: every one
+/// (`every`: the runtime reports each; `exact`: per node too) or a sample of them (Sonde's per-byte
+/// sampler, `sample_bytes` apart on average; `sampled` counts its picks).
+struct Allocations {
+    /// The runtime reports every allocation (Mono; CoreCLR in exact mode), so the totals by type are
+    /// counted exactly ([`by_type`]): set once, at start-up.
+    every: AtomicBool,
+    /// Every allocation also counts per node, in tracing mode (`--alloc-sampling exact`).
+    exact: AtomicBool,
+    /// Allocations the per-byte sampler picked ([`sample_allocation`]), when not [`Allocations::exact`].
+    sampled: AtomicU64,
+    /// Mean bytes between two samples of Sonde's own allocation sampler ([`sample_allocation`]):
+    /// `AgentConfig::alloc_sample_bytes`.
+    sample_bytes: AtomicU64,
+}
+
+static ALLOCATIONS: Allocations = Allocations {
+    every: AtomicBool::new(false),
+    exact: AtomicBool::new(false),
+    sampled: AtomicU64::new(0),
+    sample_bytes: AtomicU64::new(sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES),
+};
 
 /// Counts every allocation from now on (`--alloc-sampling exact`: [`each_allocation`]); `mean`
 /// is the sampler's mean for the stacks of sampling mode.
 pub fn set_exact_allocations(mean: u64) {
-    EVERY.store(true, Relaxed);
-    EXACT.store(true, Relaxed);
+    ALLOCATIONS.every.store(true, Relaxed);
+    ALLOCATIONS.exact.store(true, Relaxed);
     set_allocation_sampling(AllocSampling::Exact, set_sample_bytes(mean));
 }
 
@@ -364,7 +382,7 @@ pub fn set_exact_allocations(mean: u64) {
 /// by type are counted exactly from every event, the figures per node are estimated from a sample
 /// every `mean` bytes ([`each_allocation`]).
 pub fn set_sampled_allocations(mean: u64) {
-    EVERY.store(true, Relaxed);
+    ALLOCATIONS.every.store(true, Relaxed);
     set_allocation_sampling(AllocSampling::Sampled, set_sample_bytes(mean));
 }
 
@@ -384,26 +402,22 @@ pub fn each_allocation(
     if !by_type::add(key, size) {
         by_type::add_first(key, name, size);
     }
-    let exact = EXACT.load(Relaxed);
+    let exact = ALLOCATIONS.exact.load(Relaxed);
     let counts = match crate::base::running::mode() {
         Some(Mode::Tracing) if exact => Some((size, 1)),
         _ => sample_allocation(size),
     };
     let Some((alloc_bytes, alloc_count)) = counts else { return };
     if !exact {
-        SAMPLED.fetch_add(1, Relaxed);
+        ALLOCATIONS.sampled.fetch_add(1, Relaxed);
     }
     attribute(NodeEvents { alloc_bytes, alloc_count, ..Default::default() }, walk);
 }
 
-/// Mean bytes between two samples of Sonde's own allocation sampler ([`sample_allocation`]):
-/// `AgentConfig::alloc_sample_bytes`.
-static SAMPLE_BYTES: AtomicU64 = AtomicU64::new(sonde_protocol::config::DEFAULT_ALLOC_SAMPLE_BYTES);
-
 /// Sets the mean of Sonde's own allocation sampler (before the first allocation); returns it.
 pub fn set_sample_bytes(bytes: u64) -> u64 {
     let bytes = bytes.max(1);
-    SAMPLE_BYTES.store(bytes, Relaxed);
+    ALLOCATIONS.sample_bytes.store(bytes, Relaxed);
     bytes
 }
 
@@ -414,15 +428,15 @@ thread_local! {
 }
 
 /// Sonde's own allocation sampler (Mono, which reports every allocation): each byte allocated is
-/// a sampling point with probability 1/[`SAMPLE_BYTES`] (a Poisson process along the bytes
+/// a sampling point with probability 1/[`Allocations::sample_bytes`] (a Poisson process along the bytes
 /// a thread allocates), and an allocation of `size` bytes is sampled when a point falls inside
-/// it — with probability `p = 1 - exp(-size / SAMPLE_BYTES)` — and then stands for `1/p`
+/// it — with probability `p = 1 - exp(-size / ALLOCATIONS.sample_bytes)` — and then stands for `1/p`
 /// allocations of its size: the estimate `(bytes, count)` is unbiased for every type and stack
 /// (`docs/EVENTS.md`). `None`: not sampled. A few arithmetic operations per allocation.
 pub fn sample_allocation(size: u64) -> Option<(u64, u64)> {
     ALLOC_SAMPLER.with(|cell| {
         let mut state = cell.get();
-        let mean = SAMPLE_BYTES.load(Relaxed);
+        let mean = ALLOCATIONS.sample_bytes.load(Relaxed);
         if state.0 == i64::MIN {
             state.1 = seed();
             state.0 = next_gap(&mut state.1, mean);

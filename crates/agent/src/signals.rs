@@ -34,15 +34,31 @@ const SYNC_SNAPSHOT_NODES: u64 = 20_000;
 /// See [`exception_thrown`].
 const EXCEPTION_GAP: Duration = Duration::from_millis(200);
 
-static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
-/// A request is waiting for the snapshot thread (requests coalesce).
-static PENDING: AtomicBool = AtomicBool::new(false);
-static LAST_EXCEPTION_SNAPSHOT: Mutex<Option<Instant>> = Mutex::new(None);
-static REQUESTED: AtomicU64 = AtomicU64::new(0);
-static SENT: AtomicU64 = AtomicU64::new(0);
-/// SIGABRT arrived: the process is dying of it, whatever happens next (see [`aborting`]).
-static ABORTING: AtomicBool = AtomicBool::new(false);
-static PREVIOUS: [OnceLock<libc::sigaction>; 5] = [const { OnceLock::new() }; 5];
+/// The last-chance snapshots' state, one per process: the handlers read and write only its atomics
+/// (async-signal-safe); the snapshot thread owns the pipe's other end. `requested` and `sent` count
+/// the snapshots asked for and sent: a handler waits (at most [`WAIT`]) until `sent` reaches its
+/// ticket.
+struct LastChance {
+    pipe_write: AtomicI32,
+    /// A request is waiting for the snapshot thread (requests coalesce).
+    pending: AtomicBool,
+    last_exception_snapshot: Mutex<Option<Instant>>,
+    requested: AtomicU64,
+    sent: AtomicU64,
+    /// SIGABRT arrived: the process is dying of it, whatever happens next (see [`aborting`]).
+    aborting: AtomicBool,
+    previous: [OnceLock<libc::sigaction>; 5],
+}
+
+static LAST_CHANCE: LastChance = LastChance {
+    pipe_write: AtomicI32::new(-1),
+    pending: AtomicBool::new(false),
+    last_exception_snapshot: Mutex::new(None),
+    requested: AtomicU64::new(0),
+    sent: AtomicU64::new(0),
+    aborting: AtomicBool::new(false),
+    previous: [const { OnceLock::new() }; 5],
+};
 
 /// Starts the snapshot thread (running `snapshot` on request) and installs the handlers for
 /// SIGINT, SIGQUIT, SIGABRT and SIGHUP, and SIGTERM with `sigterm` (for a runtime that leaves SIGTERM at
@@ -59,16 +75,16 @@ pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::
         let mut byte = 0u8;
         // SAFETY: reads one byte into a local from a descriptor this thread owns.
         while unsafe { libc::read(read_fd, (&raw mut byte).cast(), 1) } == 1 {
-            PENDING.store(false, SeqCst);
-            let ticket = REQUESTED.load(SeqCst);
+            LAST_CHANCE.pending.store(false, SeqCst);
+            let ticket = LAST_CHANCE.requested.load(SeqCst);
             snapshot();
-            SENT.fetch_max(ticket, SeqCst);
+            LAST_CHANCE.sent.fetch_max(ticket, SeqCst);
             // Requests that arrive meanwhile coalesce into the next snapshot; this bounds how
             // often an exception-heavy program pays for one.
             std::thread::sleep(MIN_GAP);
         }
     })?;
-    PIPE_WRITE.store(write_fd, SeqCst);
+    LAST_CHANCE.pipe_write.store(write_fd, SeqCst);
     for (i, &sig) in SIGNALS.iter().enumerate().filter(|(_, sig)| signals.contains(sig)) {
         // SAFETY: installs `handler` (async-signal-safe, see the module docs) with the flags its
         // signature needs, saving the previous action for chaining; both structs are local or
@@ -84,7 +100,7 @@ pub fn install(sigterm: bool, snapshot: impl Fn() + Send + 'static) -> std::io::
             if libc::sigaction(sig, &action, &mut previous) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            let _ = PREVIOUS[i].set(previous);
+            let _ = LAST_CHANCE.previous[i].set(previous);
         }
     }
     Ok(())
@@ -95,10 +111,10 @@ pub fn request_snapshot() {
     if crate::base::process::forked_child() {
         return;
     }
-    if PENDING.swap(true, SeqCst) {
+    if LAST_CHANCE.pending.swap(true, SeqCst) {
         return;
     }
-    let fd = PIPE_WRITE.load(SeqCst);
+    let fd = LAST_CHANCE.pipe_write.load(SeqCst);
     if fd >= 0 {
         let byte = 1u8;
         // SAFETY: write(2) of one byte from a local to our pipe.
@@ -122,7 +138,7 @@ pub fn exception_thrown(send_now: impl FnOnce()) {
     if crate::base::process::forked_child() {
         return;
     }
-    let mut last = LAST_EXCEPTION_SNAPSHOT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut last = LAST_CHANCE.last_exception_snapshot.lock().unwrap_or_else(|e| e.into_inner());
     if last.is_some_and(|t| t.elapsed() < EXCEPTION_GAP) || crate::tree::threads::total_nodes() > SYNC_SNAPSHOT_NODES {
         drop(last);
         request_snapshot();
@@ -140,17 +156,17 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mu
         return;
     }
     if sig == libc::SIGABRT {
-        ABORTING.store(true, SeqCst);
+        LAST_CHANCE.aborting.store(true, SeqCst);
     }
-    let ticket = REQUESTED.fetch_add(1, SeqCst) + 1;
-    let fd = PIPE_WRITE.load(SeqCst);
+    let ticket = LAST_CHANCE.requested.fetch_add(1, SeqCst) + 1;
+    let fd = LAST_CHANCE.pipe_write.load(SeqCst);
     if fd >= 0 {
         let byte = 1u8;
         // SAFETY: write(2) is async-signal-safe; one byte from a local.
         unsafe { libc::write(fd, (&raw const byte).cast(), 1) };
         let step = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
         for _ in 0..WAIT.as_millis() {
-            if SENT.load(SeqCst) >= ticket {
+            if LAST_CHANCE.sent.load(SeqCst) >= ticket {
                 break;
             }
             // SAFETY: nanosleep(2) is async-signal-safe.
@@ -165,12 +181,14 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mu
 /// and the process exits with status 0). Snapshots carry it, so the controller reports the real
 /// death.
 pub fn aborting() -> bool {
-    ABORTING.load(SeqCst)
+    LAST_CHANCE.aborting.load(SeqCst)
 }
 
 /// Gives the signal to the handler that was installed before ours.
 fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    let Some(previous) = SIGNALS.iter().position(|&s| s == sig).and_then(|i| PREVIOUS[i].get()) else { return };
+    let Some(previous) = SIGNALS.iter().position(|&s| s == sig).and_then(|i| LAST_CHANCE.previous[i].get()) else {
+        return;
+    };
     forward(previous, sig, info, context);
 }
 

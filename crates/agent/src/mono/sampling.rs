@@ -58,7 +58,7 @@ use std::sync::{Arc, Mutex};
 
 /// Ring values: the top two bits say what the rest is.
 const TAG_SHIFT: u32 = 62;
-/// An index into [`COMPILED`] (the low 32 bits), and above it, from bit [`OFFSET_SHIFT`], the
+/// An index into [`Seen::compiled`] (the low 32 bits), and above it, from bit [`OFFSET_SHIFT`], the
 /// frame's native offset in the method's code plus one (0: not known).
 const TAG_COMPILED: u64 = 0;
 const OFFSET_SHIFT: u32 = 32;
@@ -70,16 +70,47 @@ const TAG_CODE: u64 = 2;
 const TAG_NATIVE: u64 = 3;
 const PAYLOAD: u64 = (1 << TAG_SHIFT) - 1;
 
-/// Every method Mono compiled (or loaded precompiled): `(MonoMethod*, where its names are)`,
-/// indexed by the values [`IDS`] (by method) and [`CODE`] (by code start) hold in sampling mode.
-static COMPILED: Mutex<Vec<(usize, Names)>> = Mutex::new(Vec::new());
+/// What the Mono backend knows to name samples, one per process: written on the compiling threads
+/// (`jit_done`: the methods, their code and line tables), read by the drain thread (which never
+/// calls Mono) through the values Mono's walk wrote. Only grows, bounded by the methods Mono
+/// compiles; `any_debug` is set once, at start-up.
+struct Seen {
+    /// Every method Mono compiled (or loaded precompiled): `(MonoMethod*, where its names are)`,
+    /// indexed by the values [`IDS`] (by method) and [`Seen::code`] (by code start) hold in sampling mode.
+    compiled: Mutex<Vec<(usize, Names)>>,
+    images: Mutex<Option<Images>>,
+    /// Code start → index into [`Seen::compiled`].
+    code: MethodIds,
+    line_tables: Mutex<Option<LineTables>>,
+    /// Set once a table is kept: until then the drain looks for none.
+    any_line_table: AtomicBool,
+    /// Counts the tables withdrawn, for the drain to drop its copies.
+    line_tables_withdrawn: AtomicU64,
+    /// Method `index` compiled again, with `table`: its table stays only if it is the same.
+    /// Methods noted when their compilation began (`code` 0: the runtime's work names them) whose
+    /// compilation has not finished yet, in Mono's debug mode only.
+    noted_before_compiling: Mutex<std::collections::BTreeSet<u32>>,
+    /// Mono runs in its debug mode (line tables exist).
+    any_debug: AtomicBool,
+}
+
+static SEEN: Seen = Seen {
+    compiled: Mutex::new(Vec::new()),
+    images: Mutex::new(None),
+    code: MethodIds::new(),
+    line_tables: Mutex::new(None),
+    any_line_table: AtomicBool::new(false),
+    line_tables_withdrawn: AtomicU64::new(0),
+    noted_before_compiling: Mutex::new(std::collections::BTreeSet::new()),
+    any_debug: AtomicBool::new(false),
+};
 
 /// Where a compiled method's names are.
 #[derive(Clone)]
 enum Names {
     /// Named when compiled (no metadata row, or an image without a file).
     Known(MethodNames),
-    /// MethodDef `token` of the image file [`IMAGES`] holds at `image`; the type arguments of
+    /// MethodDef `token` of the image file [`Seen::images`] holds at `image`; the type arguments of
     /// its class when it is a generic instance.
     InFile { image: u32, token: u32, type_args: Vec<String> },
 }
@@ -91,11 +122,9 @@ struct Images {
     paths: Vec<String>,
 }
 
-static IMAGES: Mutex<Option<Images>> = Mutex::new(None);
-
 /// The index of `method`'s image file (the image's first method looks its path up, once).
 fn image_file(image: usize, method: &Method<'_>) -> Option<u32> {
-    let mut images = IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut images = SEEN.images.lock().unwrap_or_else(|e| e.into_inner());
     let images = images.get_or_insert_with(|| Images { by_image: Default::default(), paths: Vec::new() });
     if let Some(&known) = images.by_image.get(&image) {
         return known;
@@ -114,14 +143,11 @@ fn image_file(image: usize, method: &Method<'_>) -> Option<u32> {
 
 /// The path of image file `index`.
 fn image_path(index: u32) -> Option<String> {
-    IMAGES.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.paths.get(index as usize).cloned()
+    SEEN.images.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.paths.get(index as usize).cloned()
 }
 /// `MonoMethod*` → the method's id in the method table (tracing: `mono::start_tracing`), or
-/// its index among the compiled methods (sampling: [`COMPILED`]).
+/// its index among the compiled methods (sampling: [`Seen::compiled`]).
 pub(super) static IDS: MethodIds = MethodIds::new();
-
-/// Code start → index into [`COMPILED`].
-static CODE: MethodIds = MethodIds::new();
 
 /// Sampling mode: Mono's sampler signals the threads, [`Walker`] walks their stacks; Sonde runs
 /// the drain thread only. No filter, no enter/leave, no JIT option changed. In the init function;
@@ -150,7 +176,7 @@ pub(super) fn start<A: Events>(
     session::sample_thread(threads::gettid());
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
     let debug = mono.debug_enabled();
-    ANY_DEBUG.store(debug, Relaxed);
+    SEEN.any_debug.store(debug, Relaxed);
     log!(
         "Mono's debug mode is {}",
         if debug { "on: samples by line" } else { "off: no samples by line (mono --debug)" }
@@ -192,17 +218,17 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
             else {
                 return;
             };
-            let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+            let mut compiled = SEEN.compiled.lock().unwrap_or_else(|e| e.into_inner());
             let Ok(index) = u32::try_from(compiled.len()) else { return };
             compiled.push((key, names));
             drop(compiled);
             // Before the index is published: no sample has it without its table.
             if let Some(table) = table {
                 line_tables(|tables| tables.insert(index, Some(table.into())));
-                ANY_LINE_TABLE.store(true, Release);
+                SEEN.any_line_table.store(true, Release);
             }
-            if code == 0 && ANY_DEBUG.load(Relaxed) {
-                NOTED_BEFORE_COMPILING.lock().unwrap_or_else(|e| e.into_inner()).insert(index);
+            if code == 0 && SEEN.any_debug.load(Relaxed) {
+                SEEN.noted_before_compiling.lock().unwrap_or_else(|e| e.into_inner()).insert(index);
             }
             if !IDS.insert(key, index) {
                 return;
@@ -211,42 +237,31 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
         }
     };
     if code != 0 {
-        CODE.insert(code, index);
+        SEEN.code.insert(code, index);
     }
 }
 
-/// The JIT's line table of each compiled method, by index into [`COMPILED`] (Mono's debug mode
+/// The JIT's line table of each compiled method, by index into [`Seen::compiled`] (Mono's debug mode
 /// only): (native offset, IL offset), sorted. `None`: compiled again with another table, or
 /// first without one (AOT code) and then with one — a sample's native offset could belong to
 /// either code, so it is mapped by neither (no line rather than a wrong one).
 type LineTables = sampling::AddressMap<u32, Option<Arc<[(u32, u32)]>>>;
 
-static LINE_TABLES: Mutex<Option<LineTables>> = Mutex::new(None);
-/// Set once a table is kept: until then the drain looks for none.
-static ANY_LINE_TABLE: AtomicBool = AtomicBool::new(false);
-/// Counts the tables withdrawn, for the drain to drop its copies.
-static LINE_TABLES_WITHDRAWN: AtomicU64 = AtomicU64::new(0);
-
 fn line_tables<R>(f: impl FnOnce(&mut LineTables) -> R) -> R {
-    f(LINE_TABLES.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default))
+    f(SEEN.line_tables.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default))
 }
-
-/// Method `index` compiled again, with `table`: its table stays only if it is the same.
-/// Methods noted when their compilation began (`code` 0: the runtime's work names them) whose
-/// compilation has not finished yet, in Mono's debug mode only.
-static NOTED_BEFORE_COMPILING: Mutex<std::collections::BTreeSet<u32>> = Mutex::new(std::collections::BTreeSet::new());
-/// Mono runs in its debug mode (line tables exist).
-static ANY_DEBUG: AtomicBool = AtomicBool::new(false);
 
 /// Whether method `index`, noted when its compilation began, just finished its first one: its
 /// `table` is then its first (kept, when there is one).
 fn first_compilation_done(index: u32, table: Option<&Vec<(u32, u32)>>) -> bool {
-    if !ANY_DEBUG.load(Relaxed) || !NOTED_BEFORE_COMPILING.lock().unwrap_or_else(|e| e.into_inner()).remove(&index) {
+    if !SEEN.any_debug.load(Relaxed)
+        || !SEEN.noted_before_compiling.lock().unwrap_or_else(|e| e.into_inner()).remove(&index)
+    {
         return false;
     }
     if let Some(table) = table {
         line_tables(|tables| tables.insert(index, Some(table.as_slice().into())));
-        ANY_LINE_TABLE.store(true, Release);
+        SEEN.any_line_table.store(true, Release);
     }
     true
 }
@@ -256,7 +271,7 @@ fn line_table_again(index: u32, table: Option<Vec<(u32, u32)>>) {
         (Some(Some(known)), Some(new)) if **known == *new => {}
         (Some(Some(_)), _) => {
             tables.insert(index, None);
-            LINE_TABLES_WITHDRAWN.fetch_add(1, Release);
+            SEEN.line_tables_withdrawn.fetch_add(1, Release);
         }
         (None, Some(_)) => {
             tables.insert(index, None);
@@ -327,7 +342,7 @@ impl SampleHit for EmptyHit {
 #[inline]
 pub(super) fn frame_value(method: usize, code: usize) -> u64 {
     let known = if method != 0 { IDS.get(method) } else { None };
-    match known.or_else(|| CODE.get(code)) {
+    match known.or_else(|| SEEN.code.get(code)) {
         Some(index) => (TAG_COMPILED << TAG_SHIFT) | u64::from(index),
         None if method != 0 => (TAG_METHOD << TAG_SHIFT) | (method as u64 & PAYLOAD),
         None => (TAG_CODE << TAG_SHIFT) | (code as u64 & PAYLOAD),
@@ -349,14 +364,14 @@ fn at_offset(value: u64, offset: isize) -> u64 {
 
 #[derive(Default)]
 struct MonoFrames {
-    /// Index into COMPILED → profile method id.
+    /// Index into SEEN.compiled → profile method id.
     ids: sampling::AddressMap<u32, u32>,
     /// Tagged values that are not compiled methods → their pseudo-frames.
     others: sampling::AddressMap<u64, Frame>,
     native: sampling::NativeNames,
-    /// Image files read so far, by [`IMAGES`] index (`None`: unreadable).
+    /// Image files read so far, by [`Seen::images`] index (`None`: unreadable).
     files: sampling::AddressMap<u32, Option<sampling::module_files::ModuleFile>>,
-    /// Line tables looked up so far, by index into [`COMPILED`], and [`LINE_TABLES_WITHDRAWN`]
+    /// Line tables looked up so far, by index into [`Seen::compiled`], and [`Seen::line_tables_withdrawn`]
     /// when they were.
     line_tables: LineTables,
     withdrawn: u64,
@@ -379,7 +394,7 @@ impl MonoFrames {
 
     /// The key and names of compiled method `index` (from its image's file when it has one).
     fn names(&mut self, index: u32) -> Option<(usize, MethodNames)> {
-        let entry = COMPILED.lock().unwrap_or_else(|e| e.into_inner()).get(index as usize).cloned();
+        let entry = SEEN.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(index as usize).cloned();
         let from_file = matches!(entry, Some((_, Names::InFile { .. })));
         let names = match entry? {
             (key, Names::Known(names)) => Some((key, names)),
@@ -429,7 +444,7 @@ impl FrameResolver for MonoFrames {
         // rarely): the same look-ups again.
         let late = match tag {
             TAG_METHOD => IDS.get(payload),
-            TAG_CODE => CODE.get(payload),
+            TAG_CODE => SEEN.code.get(payload),
             _ => None,
         };
         if let Some(index) = late {
@@ -450,11 +465,11 @@ impl FrameResolver for MonoFrames {
     /// line table (debug mode only).
     fn il_offset(&mut self, value: usize) -> Option<u32> {
         let value = value as u64;
-        if value >> TAG_SHIFT != TAG_COMPILED || !ANY_LINE_TABLE.load(Acquire) {
+        if value >> TAG_SHIFT != TAG_COMPILED || !SEEN.any_line_table.load(Acquire) {
             return None;
         }
         let native = u32::try_from((value & PAYLOAD) >> OFFSET_SHIFT).ok()?.checked_sub(1)?;
-        let withdrawn = LINE_TABLES_WITHDRAWN.load(Acquire);
+        let withdrawn = SEEN.line_tables_withdrawn.load(Acquire);
         if withdrawn != self.withdrawn {
             self.line_tables.clear();
             self.withdrawn = withdrawn;
@@ -497,7 +512,7 @@ mod tests {
         assert_eq!(frame_value(0, 0x7f00_1234_5000) >> TAG_SHIFT, TAG_CODE);
         assert_eq!(frame_value(0x5555_0000_1000, 0x7f00_1234_5000) >> TAG_SHIFT, TAG_METHOD);
         assert_eq!(frame_value(0x5555_0000_1000, 0) & PAYLOAD, 0x5555_0000_1000);
-        CODE.insert(0x7f00_dead_0000, 7);
+        SEEN.code.insert(0x7f00_dead_0000, 7);
         assert_eq!(frame_value(0, 0x7f00_dead_0000), 7);
         assert_eq!(frame_value(0x5555_0000_2000, 0x7f00_dead_0000), 7);
         // A compiled method's value carries its offset; the others' stay as they are.
@@ -526,7 +541,7 @@ mod tests {
             tables.insert(900, Some(vec![(0, 0), (16, 4)].into()));
             tables.insert(901, Some(vec![(0, 0), (8, 2)].into()));
         });
-        ANY_LINE_TABLE.store(true, Release);
+        SEEN.any_line_table.store(true, Release);
         assert_eq!(frames.il_offset(value(900, 20)), Some(4));
         assert_eq!(frames.il_offset(value(900, -1)), None, "no offset written");
         assert_eq!(frames.il_offset(value(902, 20)), None, "no table");

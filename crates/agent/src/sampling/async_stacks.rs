@@ -35,7 +35,27 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Async stitching's state, one per process: `enabled` for the session (before its EventPipe
+/// session starts), the contexts awaits created (`state`, bounded by [`MAX_PENDING`] and
+/// [`MAX_CREATED`]) and the drain's pass over them (`stitcher`).
+struct Stitching {
+    enabled: AtomicBool,
+    /// Awaits whose stack was not kept (the drain fell behind), for the agent log.
+    dropped: AtomicU64,
+    state: Mutex<Option<State>>,
+    /// Return addresses (as walked: `- 1`) inside the continuation wrappers' code, learnt by the
+    /// drain ([`Stitcher::learn_wrappers`]): a handful, one per wrapper and code version.
+    wrapper_returns: [AtomicUsize; 8],
+    stitcher: Mutex<Option<Stitcher>>,
+}
+
+static STITCHING: Stitching = Stitching {
+    enabled: AtomicBool::new(false),
+    dropped: AtomicU64::new(0),
+    state: Mutex::new(None),
+    wrapper_returns: [const { AtomicUsize::new(0) }; 8],
+    stitcher: Mutex::new(None),
+};
 
 /// Contexts waiting for their continuation at most; an older one is dropped.
 const MAX_PENDING: usize = 1 << 16;
@@ -44,24 +64,21 @@ const MAX_CREATED: usize = 1 << 16;
 /// Contexts current on one thread at most (continuations run inside continuations).
 const MAX_NESTED: usize = 64;
 
-/// Awaits whose stack was not kept (the drain fell behind), for the agent log.
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
 /// Turns stitching on (before the EventPipe session starts).
 pub fn enable() {
-    ENABLED.store(true, Relaxed);
+    STITCHING.enabled.store(true, Relaxed);
 }
 
 /// A new session: stitching off until the session turns it on, nothing pending or dropped.
 pub(super) fn reset() {
-    ENABLED.store(false, Relaxed);
-    DROPPED.store(0, Relaxed);
-    *STATE.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    *STITCHER.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    STITCHING.enabled.store(false, Relaxed);
+    STITCHING.dropped.store(0, Relaxed);
+    *STITCHING.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    *STITCHING.stitcher.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 pub fn enabled() -> bool {
-    ENABLED.load(Relaxed)
+    STITCHING.enabled.load(Relaxed)
 }
 
 /// A context as an event created it: the awaiting thread's stack, for the drain to resolve.
@@ -86,10 +103,8 @@ struct State {
     retired: Vec<u32>,
 }
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
-
 fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    f(STATE.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(State::default))
+    f(STITCHING.state.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(State::default))
 }
 
 thread_local! {
@@ -122,7 +137,7 @@ pub fn awaiting(task: i32) {
     }
     with(|s| {
         if s.created.len() >= MAX_CREATED {
-            DROPPED.fetch_add(1, Relaxed);
+            STITCHING.dropped.fetch_add(1, Relaxed);
             return;
         }
         // Ids fit beside the sample's other flags (`ring::MAX_CONTEXT`); one wraps after 2^31
@@ -188,17 +203,13 @@ pub fn completed(task: i32) {
     });
 }
 
-/// Return addresses (as walked: `- 1`) inside the continuation wrappers' code, learnt by the
-/// drain ([`Stitcher::learn_wrappers`]): a handful, one per wrapper and code version.
-static WRAPPER_RETURNS: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
-
 fn is_wrapper_return(value: u64) -> bool {
-    WRAPPER_RETURNS.iter().any(|r| r.load(Relaxed) as u64 == value && value != 0)
+    STITCHING.wrapper_returns.iter().any(|r| r.load(Relaxed) as u64 == value && value != 0)
 }
 
 /// Awaits not stitched because the drain fell behind.
 pub fn dropped() -> u64 {
-    DROPPED.load(Relaxed)
+    STITCHING.dropped.load(Relaxed)
 }
 
 /// A context's logical stack, as the drain resolved it: the path from the root to the awaiting
@@ -256,7 +267,7 @@ impl Stitcher {
             if !method.managed || self.role(method.method) != Role::ContinuationWrapper {
                 continue;
             }
-            if let Some(free) = WRAPPER_RETURNS.iter().find(|r| r.load(Relaxed) == 0) {
+            if let Some(free) = STITCHING.wrapper_returns.iter().find(|r| r.load(Relaxed) == 0) {
                 free.store(value as usize, Relaxed);
             }
         }
@@ -282,8 +293,6 @@ impl Stitcher {
         self.contexts.insert(created.id, prefix);
     }
 }
-
-static STITCHER: Mutex<Option<Stitcher>> = Mutex::new(None);
 
 /// One drain's view of the contexts: the ones retired before it began are freed when it ends
 /// ([`end_drain`]), once every ring has been read.
@@ -317,7 +326,7 @@ pub fn begin_drain(resolver: &mut dyn FrameResolver) -> Option<DrainPass> {
         return None;
     }
     let (retired, created) = with(|s| (std::mem::take(&mut s.retired), std::mem::take(&mut s.created)));
-    let mut stitcher = STITCHER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut stitcher = STITCHING.stitcher.lock().unwrap_or_else(|e| e.into_inner());
     let resolving = stitcher.get_or_insert_with(Stitcher::default);
     for c in created {
         resolving.resolve(c, resolver);

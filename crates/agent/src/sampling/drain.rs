@@ -15,34 +15,53 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Duration;
 
-static RESOLVER: Mutex<Option<Box<dyn FrameResolver>>> = Mutex::new(None);
+/// The drain's state, one per process: the drain thread, snapshots and walks share it. A session's
+/// resolver, thread and way of draining are set by [`start`] and taken back by [`stop`] and
+/// [`reset`]; its queued event stacks and their losses are the session's too. Every sample and walk
+/// goes into the trees under [`Drain::draining`].
+struct Drain {
+    resolver: Mutex<Option<Box<dyn FrameResolver>>>,
+    /// Held while samples or walks go into the trees.
+    draining: Mutex<()>,
+    /// Set while the sampler thread drains at each of its passes (low rates, every thread on its
+    /// own timer: one wake-up a second for both); the drain thread then only answers its doorbell.
+    sampler_drains: AtomicBool,
+    /// What the drain does once it freed slots: give them to the threads waiting for one (set by
+    /// `sampling::start`/`start_external`, which know how each sampler registers a thread).
+    after_release: std::sync::OnceLock<fn()>,
+    /// The drain thread, for [`stop`].
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Event stacks waiting for the drain, at most [`MAX_EVENT_STACKS`]; past that they are counted
+    /// in [`Drain::event_stacks_lost`] (their counts still reach the run's totals by type).
+    event_stacks: Mutex<Vec<EventStack>>,
+    event_stacks_lost: std::sync::atomic::AtomicU64,
+}
 
-/// Held while samples or walks go into the trees.
-static DRAINING: Mutex<()> = Mutex::new(());
-
-/// Set while the sampler thread drains at each of its passes (low rates, every thread on its
-/// own timer: one wake-up a second for both); the drain thread then only answers its doorbell.
-static SAMPLER_DRAINS: AtomicBool = AtomicBool::new(false);
+static DRAIN: Drain = Drain {
+    resolver: Mutex::new(None),
+    draining: Mutex::new(()),
+    sampler_drains: AtomicBool::new(false),
+    after_release: std::sync::OnceLock::new(),
+    thread: Mutex::new(None),
+    event_stacks: Mutex::new(Vec::new()),
+    event_stacks_lost: std::sync::atomic::AtomicU64::new(0),
+};
 
 /// How long the drain thread sleeps, unrung, while the sampler drains.
 const ANSWER_ONLY: Duration = Duration::from_secs(60);
 
 /// The sampler thread drains at each pass from now on (`true`), or no longer.
 pub(super) fn sampler_drains(drains: bool) {
-    if SAMPLER_DRAINS.swap(drains, Relaxed) && !drains {
+    if DRAIN.sampler_drains.swap(drains, Relaxed) && !drains {
         DRAIN_BELL.ring(); // back to its own period now
     }
 }
 
-/// What the drain does once it freed slots: give them to the threads waiting for one (set by
-/// `sampling::start`/`start_external`, which know how each sampler registers a thread).
-static AFTER_RELEASE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
-
 /// Installs the resolver and starts the drain thread, which first runs `block_signals` (the
-/// sampler's: an agent thread is never sampled); `after_release`: see [`AFTER_RELEASE`].
+/// sampler's: an agent thread is never sampled); `after_release`: see [`Drain::after_release`].
 pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn(), after_release: fn()) -> std::io::Result<()> {
-    *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
-    let _ = AFTER_RELEASE.set(after_release);
+    *DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner()) = Some(resolver);
+    let _ = DRAIN.after_release.set(after_release);
     let thread = crate::base::running::spawn_thread("sonde-drain", move || {
         block_signals();
         // Every eight intervals, at least every 100 ms and at most every 20 — and whenever a
@@ -58,20 +77,17 @@ pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn(), after
             (interval * 8).clamp(Duration::from_millis(20), Duration::from_millis(100))
         };
         while !super::common::STOPPED.load(Relaxed) {
-            DRAIN_BELL.wait(if SAMPLER_DRAINS.load(Relaxed) { ANSWER_ONLY } else { period });
+            DRAIN_BELL.wait(if DRAIN.sampler_drains.load(Relaxed) { ANSWER_ONLY } else { period });
             drain();
         }
     })?;
-    *DRAIN.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+    *DRAIN.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
     Ok(())
 }
 
-/// The drain thread, for [`stop`].
-static DRAIN: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
-
 /// Ends the drain thread (after `sampling::stop` set `STOPPED`).
 pub(super) fn stop() {
-    if let Some(thread) = DRAIN.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    if let Some(thread) = DRAIN.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
         DRAIN_BELL.ring();
         let _ = thread.join();
     }
@@ -80,10 +96,10 @@ pub(super) fn stop() {
 /// A new session: no resolver (the next `start` installs the session's), no event stack queued
 /// or counted lost.
 pub(super) fn reset() {
-    *RESOLVER.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    EVENT_STACKS_LOST.store(0, Relaxed);
-    SAMPLER_DRAINS.store(false, Relaxed);
+    *DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    DRAIN.event_stacks.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    DRAIN.event_stacks_lost.store(0, Relaxed);
+    DRAIN.sampler_drains.store(false, Relaxed);
 }
 
 /// Moves every ring's samples into the call trees. Serialised; runs on the drain thread and
@@ -96,8 +112,8 @@ pub(super) fn reset() {
 /// Slots of threads that are gone get their last drain here and are then freed for the next
 /// thread (see `slots`); ended threads beyond the ones kept are folded (`threads::fold_ended`).
 pub fn drain() {
-    let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = DRAIN.draining.lock().unwrap_or_else(|e| e.into_inner());
+    let mut resolver = DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
     let interval_ns = interval().as_nanos() as u64;
     let raw_addresses = resolver.raw_addresses();
@@ -162,7 +178,7 @@ pub fn drain() {
     drain_event_stacks(resolver.as_mut(), &mut path);
     async_stacks::end_drain(stitching);
     if slots::release_final() > 0
-        && let Some(after_release) = AFTER_RELEASE.get()
+        && let Some(after_release) = DRAIN.after_release.get()
     {
         after_release();
     }
@@ -180,15 +196,11 @@ struct EventStack {
     counts: NodeEvents,
 }
 
-/// Event stacks waiting for the drain, at most [`MAX_EVENT_STACKS`]; past that they are counted
-/// in [`EVENT_STACKS_LOST`] (their counts still reach the run's totals by type).
-static EVENT_STACKS: Mutex<Vec<EventStack>> = Mutex::new(Vec::new());
 const MAX_EVENT_STACKS: usize = 1 << 16;
-static EVENT_STACKS_LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Event stacks dropped because the drain fell behind.
 pub fn event_stacks_lost() -> u64 {
-    EVENT_STACKS_LOST.load(Relaxed)
+    DRAIN.event_stacks_lost.load(Relaxed)
 }
 
 /// Queues the stack of thread `os_tid` at an event (`frames` innermost first, in the values
@@ -196,9 +208,9 @@ pub fn event_stacks_lost() -> u64 {
 /// call), for the next drain to put into the thread's tree with `counts` at its innermost
 /// managed frame. Never blocks on the drain: the queue's lock is held for a push only.
 pub fn record_event_stack(os_tid: u32, frames: Vec<u64>, truncated: bool, counts: NodeEvents) {
-    let mut queue = EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut queue = DRAIN.event_stacks.lock().unwrap_or_else(|e| e.into_inner());
     if queue.len() >= MAX_EVENT_STACKS {
-        EVENT_STACKS_LOST.fetch_add(1, Relaxed);
+        DRAIN.event_stacks_lost.fetch_add(1, Relaxed);
         return;
     }
     queue.push(EventStack { os_tid, frames, truncated, counts });
@@ -206,7 +218,7 @@ pub fn record_event_stack(os_tid: u32, frames: Vec<u64>, truncated: bool, counts
 
 /// Puts the queued event stacks into their threads' trees (under the drain's lock).
 fn drain_event_stacks(resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
-    let stacks = std::mem::take(&mut *EVENT_STACKS.lock().unwrap_or_else(|e| e.into_inner()));
+    let stacks = std::mem::take(&mut *DRAIN.event_stacks.lock().unwrap_or_else(|e| e.into_inner()));
     for stack in stacks {
         event_path(&stack.frames, stack.truncated, resolver, path);
         if path.is_empty() {
@@ -223,8 +235,8 @@ fn drain_event_stacks(resolver: &mut dyn FrameResolver, path: &mut Vec<u32>) {
 /// dump`): the path goes into the thread's tree without a sample counted, and becomes the
 /// thread's `walked` stack. Serialised with the drain, never in a signal handler.
 pub fn record_walk(os_tid: u32, frames: &[WalkedFrame], truncated: bool) {
-    let _guard = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut resolver = RESOLVER.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = DRAIN.draining.lock().unwrap_or_else(|e| e.into_inner());
+    let mut resolver = DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
     let mut path = Vec::with_capacity(frames.len() + 1);
     walk_path(frames, truncated, resolver.as_mut(), &mut path);

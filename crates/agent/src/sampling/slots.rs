@@ -93,23 +93,40 @@ const EMPTY_SLOT: Slot = Slot {
 /// at once: CoreCLR's `ThreadCreated` and `ThreadAssignedToOSThread`).
 pub(super) static REGISTERING: Mutex<()> = Mutex::new(());
 
-static SLOTS: [Slot; MAX_THREADS] = [EMPTY_SLOT; MAX_THREADS];
-/// Slots handed out at least once: `SLOTS[..USED]`.
-static USED: AtomicUsize = AtomicUsize::new(0);
-/// Free slots below `USED`. Taken by [`claim`] and [`release_final`] only (never in a handler),
-/// which also serialises their updates of `USED` and of the phases.
-static FREE_LIST: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-/// Threads waiting for a slot (every slot was taken when they registered), and how many.
-static WAITING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-static WAITING_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// Samples dropped for a full ring by threads whose slots were freed since.
-static RETIRED_DROPPED: AtomicU64 = AtomicU64::new(0);
-/// When the drain last looked for dead threads among the live slots (ms since the first look).
-static LAST_SWEEP_MS: AtomicU64 = AtomicU64::new(0);
+/// The slot table, one per process. Invariants: `slots[..used]` are the slots ever handed out;
+/// every free one below `used` is in `free_list` (which also serialises the updates of `used` and
+/// of the phases: taken by [`claim`], [`release_final`] and [`reset`] only, never in a handler); a
+/// handler reads only `slots` and `used`, without a lock; `waiting` holds the threads that found
+/// every slot taken, `waiting_count` how many.
+struct Table {
+    slots: [Slot; MAX_THREADS],
+    /// Slots handed out at least once: `SLOTS[..USED]`.
+    used: AtomicUsize,
+    /// Free slots below `USED`. Taken by [`claim`] and [`release_final`] only (never in a handler),
+    /// which also serialises their updates of `USED` and of the phases.
+    free_list: Mutex<Vec<usize>>,
+    /// Threads waiting for a slot (every slot was taken when they registered), and how many.
+    waiting: Mutex<Vec<u32>>,
+    waiting_count: AtomicUsize,
+    /// Samples dropped for a full ring by threads whose slots were freed since.
+    retired_dropped: AtomicU64,
+    /// When the drain last looked for dead threads among the live slots (ms since the first look).
+    last_sweep_ms: AtomicU64,
+}
+
+static TABLE: Table = Table {
+    slots: [EMPTY_SLOT; MAX_THREADS],
+    used: AtomicUsize::new(0),
+    free_list: Mutex::new(Vec::new()),
+    waiting: Mutex::new(Vec::new()),
+    waiting_count: AtomicUsize::new(0),
+    retired_dropped: AtomicU64::new(0),
+    last_sweep_ms: AtomicU64::new(0),
+};
 
 /// The slots handed out so far.
 pub(super) fn used() -> &'static [Slot] {
-    &SLOTS[..USED.load(Acquire).min(MAX_THREADS)]
+    &TABLE.slots[..TABLE.used.load(Acquire).min(MAX_THREADS)]
 }
 
 /// What the sampling signal carries for slot `index` in its generation `generation`.
@@ -155,20 +172,20 @@ impl Slot {
 /// see [`activate`]); `None` when every slot is taken: the thread then waits for one ([`waiting`]).
 /// Callers serialise registrations (`sampling::register`).
 pub(super) fn claim(tid: u32) -> Option<(usize, bool)> {
-    let mut free = FREE_LIST.lock().unwrap_or_else(|e| e.into_inner());
+    let mut free = TABLE.free_list.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(index) = used().iter().position(|s| s.is_current() && s.tid.load(Relaxed) == tid) {
         return Some((index, false));
     }
     let index = match free.pop() {
         Some(index) => index,
-        None if USED.load(Relaxed) < MAX_THREADS => USED.load(Relaxed),
+        None if TABLE.used.load(Relaxed) < MAX_THREADS => TABLE.used.load(Relaxed),
         None => {
             drop(free);
             wait(tid);
             return None;
         }
     };
-    let slot = &SLOTS[index];
+    let slot = &TABLE.slots[index];
     if slot.ring.load(Relaxed).is_null() {
         slot.ring.store(Box::into_raw(Box::new(Ring::new(RING_WORDS))), Release);
     }
@@ -180,8 +197,8 @@ pub(super) fn claim(tid: u32) -> Option<(usize, bool)> {
     }
     slot.tid.store(tid, Release);
     slot.phase.store(CLAIMED, Release);
-    if index == USED.load(Relaxed) {
-        USED.store(index + 1, Release);
+    if index == TABLE.used.load(Relaxed) {
+        TABLE.used.store(index + 1, Release);
     }
     drop(free);
     unwait(tid);
@@ -191,7 +208,7 @@ pub(super) fn claim(tid: u32) -> Option<(usize, bool)> {
 /// Binds a new slot to its thread's state (after the samplers set their bookkeeping up) and
 /// starts sampling it.
 pub(super) fn activate(index: usize, tid: u32, thread: Arc<ThreadState>) {
-    let Some(slot) = SLOTS.get(index) else { return };
+    let Some(slot) = TABLE.slots.get(index) else { return };
     thread.sampled.fetch_add(1, AcqRel);
     let previous = slot.thread.swap(Arc::into_raw(thread).cast_mut(), AcqRel);
     unbind(previous);
@@ -257,16 +274,16 @@ pub(super) fn seal_gone() {
 /// True when live slots are to be checked for dead threads: a thread waits for a slot, or three
 /// quarters are taken with none free; not more than once a second.
 fn sweep_due() -> bool {
-    let short = WAITING_COUNT.load(Relaxed) > 0
-        || (USED.load(Relaxed) >= MAX_THREADS * 3 / 4
-            && FREE_LIST.lock().unwrap_or_else(|e| e.into_inner()).is_empty());
+    let short = TABLE.waiting_count.load(Relaxed) > 0
+        || (TABLE.used.load(Relaxed) >= MAX_THREADS * 3 / 4
+            && TABLE.free_list.lock().unwrap_or_else(|e| e.into_inner()).is_empty());
     if !short {
         return false;
     }
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     let now = START.get_or_init(std::time::Instant::now).elapsed().as_millis() as u64 + 1000;
-    let last = LAST_SWEEP_MS.load(Relaxed);
-    now >= last + 1000 && LAST_SWEEP_MS.compare_exchange(last, now, Relaxed, Relaxed).is_ok()
+    let last = TABLE.last_sweep_ms.load(Relaxed);
+    now >= last + 1000 && TABLE.last_sweep_ms.compare_exchange(last, now, Relaxed, Relaxed).is_ok()
 }
 
 /// For the drain, after it took the samples: frees the FINAL slots (their last samples are in
@@ -278,13 +295,13 @@ pub(super) fn release_final() -> usize {
             continue;
         }
         if let Some(ring) = slot.ring() {
-            RETIRED_DROPPED.fetch_add(ring.dropped.swap(0, Relaxed), Relaxed);
+            TABLE.retired_dropped.fetch_add(ring.dropped.swap(0, Relaxed), Relaxed);
         }
         slot.active.store(false, Release);
         slot.idle_periods.store(0, Relaxed);
         slot.last_leaf.store(0, Relaxed);
         unbind(slot.thread.swap(std::ptr::null_mut(), AcqRel));
-        let mut free = FREE_LIST.lock().unwrap_or_else(|e| e.into_inner());
+        let mut free = TABLE.free_list.lock().unwrap_or_else(|e| e.into_inner());
         slot.tid.store(0, Release);
         slot.generation.fetch_add(1, AcqRel);
         slot.phase.store(FREE, Release);
@@ -298,7 +315,7 @@ pub(super) fn release_final() -> usize {
 /// thread), its state given back, its generation moved on (a late signal of the last session is
 /// refused); no thread waits. Only between sessions: no sampler, handler or drain runs.
 pub(super) fn reset() {
-    let mut free = FREE_LIST.lock().unwrap_or_else(|e| e.into_inner());
+    let mut free = TABLE.free_list.lock().unwrap_or_else(|e| e.into_inner());
     free.clear();
     for (index, slot) in used().iter().enumerate() {
         if let Some(ring) = slot.ring() {
@@ -322,41 +339,41 @@ pub(super) fn reset() {
     }
     // Handed out lowest first, as in a fresh process.
     free.reverse();
-    WAITING.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    WAITING_COUNT.store(0, Relaxed);
-    RETIRED_DROPPED.store(0, Relaxed);
+    TABLE.waiting.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    TABLE.waiting_count.store(0, Relaxed);
+    TABLE.retired_dropped.store(0, Relaxed);
 }
 
 /// Thread `tid` found every slot taken.
 fn wait(tid: u32) {
-    let mut waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut waiting = TABLE.waiting.lock().unwrap_or_else(|e| e.into_inner());
     if !waiting.contains(&tid) {
         waiting.push(tid);
-        WAITING_COUNT.store(waiting.len(), Relaxed);
+        TABLE.waiting_count.store(waiting.len(), Relaxed);
     }
 }
 
 fn unwait(tid: u32) {
-    if WAITING_COUNT.load(Relaxed) == 0 {
+    if TABLE.waiting_count.load(Relaxed) == 0 {
         return;
     }
-    let mut waiting = WAITING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut waiting = TABLE.waiting.lock().unwrap_or_else(|e| e.into_inner());
     waiting.retain(|&t| t != tid);
-    WAITING_COUNT.store(waiting.len(), Relaxed);
+    TABLE.waiting_count.store(waiting.len(), Relaxed);
 }
 
 /// The threads waiting for a slot (not for signal context).
 pub(super) fn waiting() -> Vec<u32> {
-    if WAITING_COUNT.load(Relaxed) == 0 {
+    if TABLE.waiting_count.load(Relaxed) == 0 {
         return Vec::new();
     }
-    WAITING.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    TABLE.waiting.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// Samples dropped because a ring was full, over every thread.
 pub(super) fn ring_full() -> u64 {
     let live: u64 = used().iter().filter_map(Slot::ring).map(|r| r.dropped.load(Relaxed)).sum();
-    live + RETIRED_DROPPED.load(Relaxed)
+    live + TABLE.retired_dropped.load(Relaxed)
 }
 
 /// [`cache`]'s mark for a thread that registered and found every slot taken.
@@ -368,7 +385,7 @@ pub(super) fn current_slot() -> Option<(usize, &'static Slot)> {
     let cached = cache::get();
     if cached != 0 && cached != WAITING_MARK {
         let index = (cached & 0xffff_ffff) - 1;
-        if let Some(slot) = SLOTS.get(index)
+        if let Some(slot) = TABLE.slots.get(index)
             && slot.generation.load(Acquire) == (cached >> 32) as u32
         {
             return Some((index, slot));
@@ -381,7 +398,7 @@ pub(super) fn current_slot() -> Option<(usize, &'static Slot)> {
         }
         return None;
     };
-    let slot = SLOTS.get(index)?;
+    let slot = TABLE.slots.get(index)?;
     cache::set(((slot.generation.load(Acquire) as usize) << 32) | (index + 1));
     Some((index, slot))
 }
@@ -478,7 +495,7 @@ mod tests {
             let thread = threads::state_for(tid);
             activate(index, tid, thread.clone());
             assert_eq!(thread.sampled.load(Relaxed), 1);
-            let token = token(index, SLOTS[index].generation.load(Relaxed));
+            let token = token(index, TABLE.slots[index].generation.load(Relaxed));
             assert!(get(token).is_some_and(|s| s.tid.load(Relaxed) == tid));
             stale.push(token);
             unregister(tid);
@@ -512,6 +529,6 @@ mod tests {
             unregister(base + i);
         }
         drain_pass();
-        assert_eq!(FREE_LIST.lock().unwrap().len(), MAX_THREADS);
+        assert_eq!(TABLE.free_list.lock().unwrap().len(), MAX_THREADS);
     }
 }

@@ -34,19 +34,29 @@ pub struct Session {
     shut_down: AtomicBool,
 }
 
-/// The current (or last) session: a `Session` leaked by [`start`] (a few hundred bytes a
-/// session, never freed: a late reader may still hold the last one), or null before the first.
-static SESSION: AtomicPtr<Session> = AtomicPtr::new(std::ptr::null_mut());
-/// Set while a session is starting or running: a second start meanwhile is refused (one
-/// session at a time). Cleared when an attached session finished ([`finish`]): the same
-/// loaded agent then serves the next attach, from a clean state ([`restart`]).
-static RUNNING: AtomicBool = AtomicBool::new(false);
-/// Sessions started in this process so far.
-static SESSIONS: AtomicU32 = AtomicU32::new(0);
+/// The sessions of this process: at most one runs at a time (`running`); the current or last one
+/// is `current`; `started` counts them, so that [`restart`] knows a session came before.
+struct Sessions {
+    /// The current (or last) session: a `Session` leaked by [`start`] (a few hundred bytes a
+    /// session, never freed: a late reader may still hold the last one), or null before the first.
+    current: AtomicPtr<Session>,
+    /// Set while a session is starting or running: a second start meanwhile is refused (one
+    /// session at a time). Cleared when an attached session finished ([`finish`]): the same
+    /// loaded agent then serves the next attach, from a clean state ([`restart`]).
+    running: AtomicBool,
+    /// Sessions started in this process so far.
+    started: AtomicU32,
+}
+
+static SESSIONS: Sessions = Sessions {
+    current: AtomicPtr::new(std::ptr::null_mut()),
+    running: AtomicBool::new(false),
+    started: AtomicU32::new(0),
+};
 
 fn current() -> Option<&'static Session> {
     // SAFETY: null, or a `Session` leaked by `try_start` and never freed.
-    unsafe { SESSION.load(Acquire).as_ref() }
+    unsafe { SESSIONS.current.load(Acquire).as_ref() }
 }
 
 /// Why a session did not start. Logged (when there is a log) and, once the controller is
@@ -114,7 +124,7 @@ pub fn start(
         if !matches!(e, StartError::AlreadyStarted) {
             running::switch_off_quietly();
             running::set_mode(None);
-            RUNNING.store(false, SeqCst);
+            SESSIONS.running.store(false, SeqCst);
         }
         log!("{e}");
     }
@@ -143,7 +153,7 @@ fn try_start(
         crate::base::log::open(path);
     }
     log!("loaded by {}; config {config:?}", runtime.loaded_by);
-    if RUNNING.swap(true, SeqCst) {
+    if SESSIONS.running.swap(true, SeqCst) {
         return Err(StartError::AlreadyStarted);
     }
     restart();
@@ -184,7 +194,7 @@ fn try_start(
     let mode = config.mode;
     let session: &'static Session =
         Box::leak(Box::new(Session { config, attached, link, facts, shut_down: AtomicBool::new(false) }));
-    SESSION.store(std::ptr::from_ref(session).cast_mut(), Release);
+    SESSIONS.current.store(std::ptr::from_ref(session).cast_mut(), Release);
     running::set_mode(Some(mode));
     // Whichever comes first sends the final snapshot: the runtime's shutdown event, or the
     // process's exit — a host that exits without shutting its runtime down (Python with
@@ -215,7 +225,7 @@ pub fn get() -> Option<&'static Session> {
 /// last session runs any more: its threads were joined or ended in [`finish`].
 fn restart() {
     clock::start();
-    if SESSIONS.fetch_add(1, Relaxed) == 0 {
+    if SESSIONS.started.fetch_add(1, Relaxed) == 0 {
         return;
     }
     running::enable();
@@ -322,7 +332,7 @@ fn finish() {
                 // The runtime takes a new attach only once this agent is detached: the same
                 // loaded library then serves it ([`restart`]). Nothing of ours runs by then but
                 // this thread, on its way out.
-                RUNNING.store(false, SeqCst);
+                SESSIONS.running.store(false, SeqCst);
             }
             None => log!("profiling stopped; this runtime cannot detach the agent, which stays inert"),
         }
