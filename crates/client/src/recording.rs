@@ -11,7 +11,6 @@ use crate::launch::{AgentNotFound, LaunchError};
 use sonde_profile::{Mode, Profile, SampleClock};
 use sonde_protocol::AgentConfig;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,8 +35,6 @@ pub enum Error {
     AgentSocket(std::io::Error),
     #[error("cannot open the agent socket in the temporary directory of process {pid}: {source}")]
     TargetSocket { pid: u32, source: std::io::Error },
-    #[error("cannot copy the agent to {}: {source}", .path.display())]
-    CopyAgent { path: PathBuf, source: std::io::Error },
     #[error("the runtime of process {pid} loaded the agent, but it did not connect (see --agent-log)")]
     NotConnected { pid: u32 },
     #[error("cannot install a signal handler: {0}")]
