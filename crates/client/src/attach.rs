@@ -260,6 +260,7 @@ impl Target {
             file.set_permissions(std::fs::Permissions::from_mode(0o500)).map_err(failed(&tmp))?;
             drop(file);
             std::fs::rename(&tmp, &path).map_err(failed(&path))?;
+            remove_unused_copies(&dir, &name);
         }
         Ok(dir_inside.join(name))
     }
@@ -292,6 +293,35 @@ impl Target {
                 }
                 Err(source) => return Err(TargetError::Attach { pid, source }),
             }
+        }
+    }
+}
+
+/// Removes the copies of other agent builds in `dir` (an agent's private directory) that no
+/// process has mapped, found by inode in every `/proc/*/maps` this user can read (a process of
+/// another mount namespace names the file by another path; a copy kept by mistake costs disk
+/// only, one removed by mistake would cost its process a second loaded agent). Once per new
+/// build: the directory holds the builds still loaded somewhere, not every build ever used.
+fn remove_unused_copies(dir: &Path, keep: &str) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let prefix = crate::launch::AGENT_LIBRARY.trim_end_matches(".so");
+    let others: Vec<(PathBuf, u64)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n != keep && n.starts_with(prefix) && n.ends_with(".so")))
+        .filter_map(|e| Some((e.path(), e.metadata().ok()?.ino())))
+        .collect();
+    if others.is_empty() {
+        return;
+    }
+    let mut mapped = std::collections::HashSet::new();
+    for process in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(maps) = std::fs::read_to_string(process.path().join("maps")) else { continue };
+        mapped.extend(maps.lines().filter_map(|l| l.split_whitespace().nth(4)?.parse::<u64>().ok()));
+    }
+    for (path, inode) in others {
+        if !mapped.contains(&inode) {
+            let _ = std::fs::remove_file(path);
         }
     }
 }
@@ -424,6 +454,24 @@ fn process_start_time(pid: u32) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn copies_of_other_builds_go_unless_a_process_maps_them() {
+        // Beside this test program, on its file system: a hard link to it is "mapped" (by this
+        // very process), the other copy is not.
+        let exe = std::env::current_exe().unwrap();
+        let dir = tempfile::tempdir_in(exe.parent().unwrap()).unwrap();
+        let name = |build: &str| format!("{}-{build}.so", crate::launch::AGENT_LIBRARY.trim_end_matches(".so"));
+        std::fs::write(dir.path().join(name("old")), b"unused").unwrap();
+        std::fs::hard_link(&exe, dir.path().join(name("loaded"))).unwrap();
+        std::fs::write(dir.path().join(name("new")), b"this one").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"not a copy").unwrap();
+        super::remove_unused_copies(dir.path(), &name("new"));
+        let mut left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, [name("loaded"), name("new"), "notes.txt".to_string()]);
+    }
+
     use super::*;
 
     #[test]
