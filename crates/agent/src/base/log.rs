@@ -24,8 +24,8 @@ pub fn write(args: std::fmt::Arguments) {
 }
 
 /// Makes the agent's panics quiet: the message goes to the log, never to the program's stderr
-/// (the default hook's). Every panic is caught where it happens (`session::guarded`, the
-/// runtime wrappers, `session::spawn_thread`) and switches profiling off; the controller says so.
+/// (the default hook's). Every panic is caught where it happens (`running::guarded`, the
+/// runtime wrappers, `running::spawn_thread`) and switches profiling off; the controller says so.
 /// The hook is the agent's own: a `cdylib` links its own copy of std.
 pub fn install_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
