@@ -112,7 +112,7 @@ impl ClrFrames {
 /// from (`sonde_metadata::tables`), by module.
 #[derive(Default)]
 struct ModuleFiles {
-    modules: sampling::AddressMap<usize, Option<ModuleFile>>,
+    modules: sampling::AddressMap<usize, Option<std::sync::Arc<ModuleFile>>>,
 }
 
 use sampling::module_files::ModuleFile;
@@ -139,9 +139,9 @@ impl ModuleFiles {
             .entry(module)
             .or_insert_with(|| {
                 let (path, assembly) = info.module_path_and_assembly(module).ok()?;
-                ModuleFile::open(&path, Some(assembly))
+                ModuleFile::shared(&path, Some(assembly))
             })
-            .as_ref()
+            .as_deref()
     }
 }
 

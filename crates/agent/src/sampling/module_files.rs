@@ -98,6 +98,21 @@ impl ModuleFile {
         Some(ModuleFile { module: sonde_metadata::module_file_name(path), path: path.to_string(), assembly, metadata })
     }
 
+    /// [`open`](Self::open), once per file for the process's life: an agent attached again
+    /// finds the files it read before (a module's metadata is megabytes — CoreLib's several —
+    /// and each session reading it anew left a copy resident in another allocator arena).
+    pub fn shared(path: &str, assembly: Option<String>) -> Option<std::sync::Arc<ModuleFile>> {
+        type Files = std::collections::HashMap<String, Option<std::sync::Arc<ModuleFile>>>;
+        static FILES: std::sync::Mutex<Option<Files>> = std::sync::Mutex::new(None);
+        if let Some(known) = FILES.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_default().get(path) {
+            return known.clone();
+        }
+        // Read without the lock (a large file takes a while); a race reads it twice, keeps one.
+        let read = ModuleFile::open(path, assembly).map(std::sync::Arc::new);
+        let mut files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+        files.get_or_insert_default().entry(path.to_string()).or_insert(read).clone()
+    }
+
     /// The name of TypeDef `token` (`Namespace.Outer+Inner`, as the runtime spells it).
     pub fn type_name(&self, token: u32) -> Option<String> {
         use sonde_metadata::TypeNames;

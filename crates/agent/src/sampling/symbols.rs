@@ -60,9 +60,11 @@ pub struct NativeNames {
     known: AddressMap<(usize, usize), u32>,
     /// Library base → its functions (None: unreadable, named by `dladdr` alone).
     libraries: AddressMap<usize, Option<Arc<NativeSymbols>>>,
-    /// Library path → its functions: a library unloaded and loaded again is read once.
-    by_path: HashMap<String, Option<Arc<NativeSymbols>>>,
 }
+
+/// Library path → its functions, for the process's life: a library unloaded and loaded again,
+/// or named again by an agent attached again, is read once (and held once).
+static BY_PATH: std::sync::Mutex<Option<HashMap<String, Option<Arc<NativeSymbols>>>>> = std::sync::Mutex::new(None);
 
 impl NativeNames {
     /// The pseudo-method of the native code at `ip` (`[native] lib!symbol` or `[native] lib`);
@@ -119,7 +121,17 @@ impl NativeNames {
         }
         let read = match Object::at(base, path) {
             Object::File(file) => {
-                self.by_path.entry(path.to_string()).or_insert_with(|| read_symbols(path, &file)).clone()
+                let known =
+                    BY_PATH.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_default().get(path).cloned();
+                match known {
+                    Some(known) => known,
+                    None => {
+                        // Read without the lock (a large table takes a while).
+                        let read = read_symbols(path, &file);
+                        let mut by_path = BY_PATH.lock().unwrap_or_else(|e| e.into_inner());
+                        by_path.get_or_insert_default().entry(path.to_string()).or_insert(read).clone()
+                    }
+                }
             }
             Object::Vdso => read_vdso(base, path),
             Object::Unknown => None,
