@@ -60,9 +60,14 @@ pub fn external() -> bool {
 
 /// The sampling interval (1 ms before it is configured). Async-signal-safe.
 pub fn interval() -> Duration {
+    Duration::from_nanos(interval_ns())
+}
+
+/// [`interval`] in nanoseconds, never 0: what the handlers read at each sample (one load).
+pub(super) fn interval_ns() -> u64 {
     match INTERVAL_NS.load(Relaxed) {
-        0 => Duration::from_millis(1),
-        ns => Duration::from_nanos(ns),
+        0 => 1_000_000,
+        ns => ns,
     }
 }
 

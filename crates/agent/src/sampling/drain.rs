@@ -3,7 +3,7 @@
 //! call tree. Never in a signal handler: resolving may take locks and call the runtime.
 
 use super::async_stacks;
-use super::common::{COUNTERS, DRAIN_BELL, interval};
+use super::common::{COUNTERS, DRAIN_BELL, interval, interval_ns};
 use super::doorbell;
 use super::paths::{FrameResolver, WalkedFrame, WorkFrames, event_path, resolved_path, stack_path, walk_path};
 use super::ring::{self, CONTEXT_SHIFT, FLAG_TRUNCATED};
@@ -70,7 +70,7 @@ pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn(), after
         // second, plus those rings — or only those rings while the sampler thread drains at its
         // own once-a-second pass ([`sampler_drains`]): wake-ups cost more than the samples there,
         // and every snapshot drains first anyway.
-        let interval = super::common::interval();
+        let interval = interval();
         let period = if doorbell::low_rate(interval) {
             doorbell::LOW_RATE_PERIOD
         } else {
@@ -115,7 +115,7 @@ pub fn drain() {
     let _guard = DRAIN.draining.lock().unwrap_or_else(|e| e.into_inner());
     let mut resolver = DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
-    let interval_ns = interval().as_nanos() as u64;
+    let interval_ns = interval_ns();
     let raw_addresses = resolver.raw_addresses();
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);
     let mut offsets: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);

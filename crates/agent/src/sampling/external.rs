@@ -88,7 +88,7 @@ pub fn record_for_current_thread(walk: impl FnOnce(&mut ring::Writer<'_>) -> u64
         Clock::Cpu => own_cpu_ns(),
     };
     let elapsed = now.saturating_sub(state.clock_ns.swap(now, Relaxed));
-    let interval_ns = super::common::interval().as_nanos().min(i64::MAX as u128) as i64;
+    let interval_ns = super::common::interval_ns().min(i64::MAX as u64) as i64;
     let (periods, carry) = weigh(state.carry_ns.load(Relaxed), elapsed, interval_ns);
     state.carry_ns.store(carry, Relaxed);
     if periods == 0 {

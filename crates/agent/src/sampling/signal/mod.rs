@@ -72,8 +72,7 @@ pub(super) fn activated(index: usize, tid: u32) {
     }
     let generation = slot.generation.load(Acquire);
     let token = slots::token(index, generation);
-    if let Some(timer) = timers::Timer::start(tid, (super::common::interval().as_nanos() as u64).max(1), signal, token)
-    {
+    if let Some(timer) = timers::Timer::start(tid, super::common::interval_ns(), signal, token) {
         state.timer_generation.store(generation, Release);
         state.timer.store(timer.into_raw(), Release);
     } else {

@@ -38,7 +38,7 @@ impl PerThread {
     /// since its last one — rounded, at least one, the remainder carried to the next sample
     /// (the handler's CPU-clock read and the event's overflow are a few µs apart).
     pub(super) fn timer_periods(&self, ran: u64) -> u64 {
-        let interval = (crate::sampling::common::interval().as_nanos() as i64).max(1);
+        let interval = crate::sampling::common::interval_ns().min(i64::MAX as u64) as i64;
         let pending = self.carry_ns.load(Relaxed).saturating_add(ran.min(i64::MAX as u64) as i64);
         let periods = ((pending + interval / 2) / interval).max(1);
         self.carry_ns.store(pending - periods * interval, Relaxed);
