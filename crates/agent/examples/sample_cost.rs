@@ -1,5 +1,7 @@
-//! The cost of one CoreCLR-style sample (per-thread timer signal — or, with `SONDE_CPU_TIMERS=0`,
-//! the sampler thread's — + handler + frame walk + ring write) on the sampled thread, measured
+//! The cost of one CoreCLR-style sample on the sampled thread — the kernel's sampler (the kernel
+//! writes the sample into the thread's ring; the default), or with `SONDE_SAMPLER=signal` the
+//! signal sampler (per-thread timer signal — or, with `SONDE_CPU_TIMERS=0`, the sampler
+//! thread's — + handler + frame walk + ring write) — measured
 //! inside one process so machine noise largely cancels: a fixed amount of work is timed in
 //! alternating slices with sampling on and off.
 //! `cargo run --release -p sonde-agent --example sample_cost [RATE_HZ=1000]`
@@ -28,15 +30,27 @@ fn work(n: u64) -> u64 {
 
 fn main() {
     let rate: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let timers = std::env::var("SONDE_CPU_TIMERS").map_or(true, |v| v != "0");
-    sampling::start(Duration::from_micros(1_000_000 / rate), sampling::Clock::Cpu, timers, Box::new(Ids)).unwrap();
+    let choice = sampling::Choice {
+        kernel: std::env::var("SONDE_SAMPLER").map_or(true, |v| v != "signal"),
+        cpu_timers: std::env::var("SONDE_CPU_TIMERS").map_or(true, |v| v != "0"),
+    };
+    let sampler =
+        sampling::start(Duration::from_micros(1_000_000 / rate), sampling::Clock::Cpu, choice, Box::new(Ids)).unwrap();
+    println!("sampler: {sampler}");
     let tid = threads::gettid();
+    // The kernel's sampler keeps a registered thread's event: it is paused instead.
+    let kernel = sampler == "kernel";
+    if kernel {
+        sampling::register(tid, threads::state_for(tid));
+    }
     let n = 20_000_000; // ~ tens of ms of work per slice
     work(n);
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for round in 0..40 {
         let sampled = round % 2 == 0;
-        if sampled {
+        if kernel {
+            sampling::set_paused(!sampled);
+        } else if sampled {
             sampling::register(tid, threads::state_for(tid));
         } else {
             sampling::unregister(tid);

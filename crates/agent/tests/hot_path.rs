@@ -41,7 +41,13 @@ impl sampling::FrameResolver for NoNames {
 
 #[test]
 fn the_sampling_signal_handler_does_not_allocate() {
-    sampling::start(Duration::from_micros(500), sampling::Clock::Wall, false, Box::new(NoNames)).unwrap();
+    sampling::start(
+        Duration::from_micros(500),
+        sampling::Clock::Wall,
+        sampling::Choice { kernel: false, cpu_timers: false },
+        Box::new(NoNames),
+    )
+    .unwrap();
     let tid = threads::gettid();
     sampling::register(tid, threads::state_for(tid));
     let before = allocations();

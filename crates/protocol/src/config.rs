@@ -28,6 +28,11 @@ pub const ENV_BENCH_HOOKS: &str = "SONDE_BENCH_HOOKS";
 /// interval, instead of per-thread task-clock timers (the default where the kernel allows them):
 /// for tests and benchmarks of that fallback. Not in [`ALL_VARS`], like [`ENV_BENCH_HOOKS`].
 pub const ENV_CPU_TIMERS: &str = "SONDE_CPU_TIMERS";
+/// `signal` keeps `--clock cpu` on Sonde's signal sampler instead of the kernel's (the default
+/// where the kernel allows it: see docs/SAMPLING.md): for a kernel whose `perf_event` rings
+/// misbehave, and for the benchmarks that compare the two. Not in [`ALL_VARS`], like
+/// [`ENV_CPU_TIMERS`]: set in `sonde`'s own environment, it reaches the agent.
+pub const ENV_SAMPLER: &str = "SONDE_SAMPLER";
 /// `1`: on Mono, count caught exceptions too (`sonde record --catches`). Off by default: Mono then
 /// raises a clause event for every `finally` block the program runs, thrown or not (about 11 ns
 /// each: a `lock`- or `using`-heavy loop ran twice as slow). See docs/EVENTS.md. Not in
@@ -225,6 +230,8 @@ pub struct AgentConfig {
     pub bench_hooks: Option<BenchHooks>,
     /// Per-thread CPU-time timers for `--clock cpu` where available (see [`ENV_CPU_TIMERS`]).
     pub cpu_timers: bool,
+    /// The kernel's sampler for `--clock cpu` where available (see [`ENV_SAMPLER`]).
+    pub kernel_sampler: bool,
     /// Mono: count caught exceptions (see [`ENV_MONO_CATCHES`]).
     pub mono_catches: bool,
     /// The runtime events to record ([`ENV_EVENTS`]).
@@ -255,6 +262,7 @@ impl Default for AgentConfig {
             log: None,
             bench_hooks: None,
             cpu_timers: true,
+            kernel_sampler: true,
             mono_catches: false,
             events: EventKinds::DEFAULT,
             alloc_sample_bytes: DEFAULT_ALLOC_SAMPLE_BYTES,
@@ -315,6 +323,9 @@ impl AgentConfig {
         }
         if !self.cpu_timers {
             env.push((ENV_CPU_TIMERS, "0".into()));
+        }
+        if !self.kernel_sampler {
+            env.push((ENV_SAMPLER, "signal".into()));
         }
         if self.mono_catches {
             env.push((ENV_MONO_CATCHES, "1".into()));
@@ -396,6 +407,7 @@ impl AgentConfig {
             };
         }
         config.cpu_timers = get(ENV_CPU_TIMERS).is_none_or(|v| v != "0");
+        config.kernel_sampler = get(ENV_SAMPLER).is_none_or(|v| v != "signal");
         config.mono_catches = get(ENV_MONO_CATCHES).is_some_and(|v| v == "1");
         config.async_stacks = get(ENV_ASYNC).is_some_and(|v| v == "1");
         config.native_hooks = get(ENV_NATIVE_HOOKS).is_some_and(|v| v == "1");
@@ -454,6 +466,7 @@ mod tests {
             log: Some("/tmp/agent.log".into()),
             bench_hooks: Some(BenchHooks::Clock),
             cpu_timers: false,
+            kernel_sampler: false,
             mono_catches: true,
             events: EventKinds { alloc: false, gc: true, exceptions: false, contention: true, jit: false },
             alloc_sample_bytes: 4096,

@@ -619,8 +619,12 @@ fn start_sampling(info: &ProfilerInfo, config: &AgentConfig, attached: bool) -> 
     start_event_pipe(info, config, exact);
     let interval = session::interval(config);
     let clock = session::sampling_clock(config);
-    sampling::start(interval, clock, config.cpu_timers, Box::new(frames::ClrFrames::default()))
+    // Async stacks need each sample's async context, which only a handler on the thread reads.
+    let choice =
+        sampling::Choice { kernel: config.kernel_sampler && !config.async_stacks, cpu_timers: config.cpu_timers };
+    let sampler = sampling::start(interval, clock, choice, Box::new(frames::ClrFrames::default()))
         .map_err(|e| StartError::runtime("installing the sampler", e))?;
+    log!("sampler: {sampler}");
     // At start-up, the thread initialising the runtime runs Main; it may never be reported as
     // created. (After an attach this is the runtime's diagnostics thread: the running threads
     // are enumerated in `attach_complete`.)

@@ -19,6 +19,8 @@ pub enum Clock {
 pub(super) enum Sampler {
     /// Sonde's sampler thread and signal handler ([`signal`]).
     Signal,
+    /// The kernel's: a task-clock event per thread writing samples into a ring ([`kernel`]).
+    Kernel,
     /// The runtime's, with the clock that weights the samples, read on the sampled thread
     /// ([`external`]).
     External(Clock),
@@ -39,6 +41,7 @@ pub(super) fn configure(interval: Duration, sampler: Sampler) {
         Sampler::Signal => 1,
         Sampler::External(Clock::Cpu) => 2,
         Sampler::External(Clock::Wall) => 3,
+        Sampler::Kernel => 4,
     };
     SAMPLER.store(code, Relaxed);
 }
@@ -49,6 +52,7 @@ pub(super) fn sampler() -> Option<Sampler> {
         1 => Some(Sampler::Signal),
         2 => Some(Sampler::External(Clock::Cpu)),
         3 => Some(Sampler::External(Clock::Wall)),
+        4 => Some(Sampler::Kernel),
         _ => None,
     }
 }

@@ -76,6 +76,8 @@ pub(super) fn start(resolver: Box<dyn FrameResolver>, block_signals: fn(), after
         } else {
             (interval * 8).clamp(Duration::from_millis(20), Duration::from_millis(100))
         };
+        // The kernel's rings ring no doorbell: drained before they can fill.
+        let period = super::kernel::drain_period(period);
         while !super::common::STOPPED.load(Relaxed) {
             DRAIN_BELL.wait(if DRAIN.sampler_drains.load(Relaxed) { ANSWER_ONLY } else { period });
             drain();
@@ -112,6 +114,16 @@ pub(super) fn reset() {
 /// Slots of threads that are gone get their last drain here and are then freed for the next
 /// thread (see `slots`); ended threads beyond the ones kept are folded (`threads::fold_ended`).
 pub fn drain() {
+    drain_and(false);
+}
+
+/// [`drain`], taking every sample held back too (the kernel's sampler holds a few until it can
+/// repair them: `kernel`): the session's end.
+pub fn drain_all() {
+    drain_and(true);
+}
+
+fn drain_and(flush: bool) {
     let _guard = DRAIN.draining.lock().unwrap_or_else(|e| e.into_inner());
     let mut resolver = DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
@@ -123,7 +135,9 @@ pub fn drain() {
     let mut work_frames = WorkFrames::default();
     slots::seal_gone();
     let mut stitching = async_stacks::begin_drain(resolver.as_mut());
-    for slot in slots::used() {
+    let mut kernel_scratch = KERNEL_SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    let kernel_scratch = kernel_scratch.get_or_insert_with(Default::default);
+    for (index, slot) in slots::used().iter().enumerate() {
         let tid = slot.tid.load(Acquire);
         let Some(ring) = slot.ring() else { continue };
         if tid == 0 {
@@ -133,7 +147,7 @@ pub fn drain() {
         let Some(thread) = slot.thread() else { continue };
         let tree = &thread.tree;
         let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
-        ring.drain(|frames, periods, before, flags, work| {
+        let mut sample = |frames: &[u64], periods: u64, before: u64, flags: u64, work: u64| {
             let runtime_run = if raw_addresses {
                 stack_path(frames, flags & FLAG_TRUNCATED != 0, false, resolver.as_mut(), &mut path, &mut offsets)
             } else {
@@ -163,7 +177,12 @@ pub fn drain() {
                     thread.add_leaf_offset(leaf, offset, weight);
                 }
             }
-        });
+        };
+        ring.drain(&mut sample);
+        let lost = super::kernel::drain_slot(index, flush || slot.is_final(), kernel_scratch, &mut sample);
+        if lost > 0 {
+            ring.dropped.fetch_add(lost, Relaxed);
+        }
         if let Some(leaf) = last_leaf {
             let idle = slot.idle_periods.swap(0, AcqRel);
             // Paused: time blocked meanwhile is not collected either.
@@ -177,10 +196,11 @@ pub fn drain() {
     }
     drain_event_stacks(resolver.as_mut(), &mut path);
     async_stacks::end_drain(stitching);
-    if slots::release_final() > 0
-        && let Some(after_release) = DRAIN.after_release.get()
-    {
-        after_release();
+    if slots::release_final() > 0 {
+        super::kernel::close_freed();
+        if let Some(after_release) = DRAIN.after_release.get() {
+            after_release();
+        }
     }
     threads::fold_ended();
 }
@@ -197,6 +217,9 @@ struct EventStack {
 }
 
 const MAX_EVENT_STACKS: usize = 1 << 16;
+
+/// The kernel sampler's buffers, kept from one drain to the next (taken under the drain's lock).
+static KERNEL_SCRATCH: Mutex<Option<super::kernel::Scratch>> = Mutex::new(None);
 
 /// Event stacks dropped because the drain fell behind.
 pub fn event_stacks_lost() -> u64 {

@@ -1,6 +1,9 @@
 //! Sampling mode: statistical profiles at a chosen rate, without stopping the world.
 //!
-//! Two samplers raise the samples, one at a time (see `docs/SAMPLING.md`):
+//! Three samplers raise the samples, one at a time (see `docs/SAMPLING.md`):
+//! * **The kernel's sampler** ([`kernel`], CoreCLR with the CPU clock, where the kernel allows
+//!   it): a task-clock `perf_event` per thread writes each sample — call chain, registers, the
+//!   top of the stack — into a ring the drain reads. Nothing runs on the sampled thread.
 //! * **Sonde's signal sampler** ([`signal`], CoreCLR): a sampler thread wakes every interval,
 //!   signals each managed thread that is running, and the signal handler walks the frame-pointer
 //!   chain from the interrupted context into the thread's ring, as raw instruction pointers.
@@ -18,9 +21,11 @@ mod common;
 mod doorbell;
 pub mod drain;
 pub mod external;
+pub mod kernel;
 pub mod lines;
 pub mod module_files;
 mod paths;
+mod perf_event;
 pub mod ring;
 pub mod shapes;
 pub mod signal;
@@ -29,7 +34,7 @@ mod stack_walk;
 pub mod symbols;
 pub mod work;
 
-pub use drain::{drain, event_stacks_lost, record_event_stack, record_walk};
+pub use drain::{drain, drain_all, event_stacks_lost, record_event_stack, record_walk};
 pub use external::record_for_current_thread;
 pub use paths::{Frame, FrameResolver, WalkedFrame};
 pub use signal::fault_handled_on_this_thread;
@@ -68,6 +73,9 @@ pub struct Losses {
     /// Periods not sampled because the program installed its own handler for the sampling signal
     /// (sampling stopped then).
     pub signal_taken: u64,
+    /// The kernel's sampler: threads not sampled because the kernel refused them an event or a
+    /// ring (out of descriptors, or of memory it lets a user lock).
+    pub no_ring: u64,
 }
 
 /// Samples taken (counting merged expirations) and lost, so far.
@@ -81,6 +89,7 @@ pub fn totals() -> (u64, Losses) {
         no_managed_frames: c.no_managed_frames.load(Relaxed),
         signal_blocked: c.signal_blocked.load(Relaxed),
         signal_taken: c.signal_taken.load(Relaxed),
+        no_ring: kernel::refused_threads(),
     };
     (c.taken.load(Relaxed), losses)
 }
@@ -89,6 +98,9 @@ pub fn totals() -> (u64, Losses) {
 /// the handler to return (the timers keep their rhythm; nothing is walked or recorded).
 pub fn set_paused(paused: bool) {
     common::PAUSED.store(paused, Relaxed);
+    if sampler() == Some(Sampler::Kernel) {
+        kernel::set_paused(paused);
+    }
 }
 
 /// Stops sampling for good, leaving the process as it was before sampling started (a detach:
@@ -97,8 +109,14 @@ pub fn set_paused(paused: bool) {
 /// trees. An external sampler (Mono's) is the runtime's to stop: its samples find no session.
 pub fn stop() {
     common::STOPPED.store(true, Relaxed);
-    if sampler() == Some(Sampler::Signal) {
-        signal::stop();
+    match sampler() {
+        Some(Sampler::Signal) => signal::stop(),
+        Some(Sampler::Kernel) => {
+            drain::stop();
+            drain::drain_all(); // what the rings hold, before they go
+            kernel::stop();
+        }
+        _ => {}
     }
     drain::stop();
 }
@@ -118,6 +136,8 @@ pub fn register(tid: u32, thread: Arc<ThreadState>) {
     };
     match sampler {
         Sampler::Signal => signal::registered(index, tid, new, own_thread),
+        Sampler::Kernel if new => kernel::registered(index, tid),
+        Sampler::Kernel => {}
         Sampler::External(clock) if new => external::registered(index, tid, clock),
         Sampler::External(_) => {}
     }
@@ -148,15 +168,32 @@ pub fn reset() {
     async_stacks::reset();
 }
 
-/// Sonde's signal sampler (`signal`): installs the handler, starts the sampler and drain
-/// threads. Threads are added with [`register`].
+/// Which of Sonde's own samplers [`start`] may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    /// The kernel's sampler, where the kernel allows it (the CPU clock only).
+    pub kernel: bool,
+    /// Per-thread timers raising the signal (the CPU clock only), else the sampler thread.
+    pub cpu_timers: bool,
+}
+
+/// Sonde's own sampler: the kernel's ([`kernel`]) where `choice` and the kernel allow it (the
+/// drain thread alone), else the signal sampler (`signal`: installs the handler, starts the
+/// sampler and drain threads). Threads are added with [`register`]. Returns the sampler's name,
+/// for the log and the profile.
 pub fn start(
     interval: std::time::Duration,
     clock: Clock,
-    cpu_timers: bool,
+    choice: Choice,
     resolver: Box<dyn FrameResolver>,
-) -> std::io::Result<()> {
-    signal::start(interval, clock, cpu_timers, resolver, register_waiting)
+) -> std::io::Result<&'static str> {
+    if clock == Clock::Cpu && choice.kernel && kernel::available() {
+        common::configure(interval, Sampler::Kernel);
+        kernel::start();
+        drain::start(resolver, || {}, register_waiting)?;
+        return Ok("kernel");
+    }
+    signal::start(interval, clock, choice.cpu_timers, resolver, register_waiting)
 }
 
 /// Sampling driven by the runtime's own sampler (`external`): the drain thread only; the

@@ -163,6 +163,11 @@ impl Slot {
         unsafe { self.thread.load(Acquire).as_ref() }
     }
 
+    /// The thread is gone and this drain takes its last samples (see the module docs).
+    pub fn is_final(&self) -> bool {
+        self.phase.load(Acquire) == FINAL
+    }
+
     fn is_current(&self) -> bool {
         matches!(self.phase.load(Acquire), CLAIMED | LIVE)
     }

@@ -125,11 +125,91 @@ fn frame_registers() -> (usize, usize) {
 /// [`walk`], from an interrupted instruction `ip` (a leaf, maybe in a prologue) or, with `None`,
 /// from a frame whose frame pointer `fp` is set (the current function's).
 fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp: usize, fp: usize, high: usize) {
-    use super::shapes::{self, SHAPES, Shape};
     let read = |at: usize| -> Option<usize> {
         // SAFETY: [at, at + 8) lies in [sp, high): the live part of this thread's stack.
         (at >= sp && at.is_multiple_of(8) && at.checked_add(8)? <= high).then(|| unsafe { *(at as *const usize) })
     };
+    walk_with(writer, flags, ip, sp, fp, read, leaf_return_slot);
+
+    /// The leaf's return address slot (relative to the stack pointer) when `ip` is in a prologue
+    /// or epilogue: decoded from the code at `ip`, which is mapped (the thread runs it) up to its
+    /// page's end.
+    fn leaf_return_slot(ip: usize) -> Option<usize> {
+        const PAGE: usize = 4096;
+        let len = super::shapes::WINDOW.min(PAGE - ip % PAGE);
+        // SAFETY: [ip, ip + len) is within the page of the instruction the thread was running.
+        let code = unsafe { std::slice::from_raw_parts(ip as *const u8, len) };
+        super::shapes::leaf_return_slot(code)
+    }
+}
+
+/// Where the return address of a leaf interrupted at `ip` is, relative to the stack pointer,
+/// when `ip` is in a prologue or epilogue (`shapes::leaf_return_slot`), reading the code without
+/// risking a fault: for the drain, long after the sample (the code may be gone by then).
+pub(super) fn leaf_slot_of(ip: usize) -> Option<usize> {
+    const PAGE: usize = 4096;
+    let len = super::shapes::WINDOW.min(PAGE - ip % PAGE);
+    let mut code = [0u8; super::shapes::WINDOW];
+    let local = libc::iovec { iov_base: code.as_mut_ptr().cast(), iov_len: len };
+    let remote = libc::iovec { iov_base: ip as *mut libc::c_void, iov_len: len };
+    // SAFETY: writes at most `len` bytes into the local buffer; the kernel reads the remote range
+    // and fails cleanly where it is not mapped.
+    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    (read == len as isize).then(|| super::shapes::leaf_return_slot(&code[..len])).flatten()
+}
+
+/// [`walk`] over a copy of the top of a stack (`stack`, copied from `sp` on: the kernel's
+/// sampler), from a leaf at `ip` whose return address slot is `leaf_slot` (from
+/// [`leaf_slot_of`]), pushing return addresses into `out`. True when the walk ended inside the
+/// copy (the stack's end), false when it needed memory beyond it.
+pub(super) fn walk_copy(
+    out: &mut Vec<u64>,
+    ip: usize,
+    sp: usize,
+    fp: usize,
+    stack: &[u8],
+    leaf_slot: Option<usize>,
+) -> bool {
+    let beyond = std::cell::Cell::new(false);
+    let end = sp.saturating_add(stack.len());
+    let read = |at: usize| -> Option<usize> {
+        if at >= sp && at.checked_add(8).is_some_and(|e| e > end) {
+            beyond.set(true);
+            return None;
+        }
+        let offset = at.checked_sub(sp).filter(|_| at.is_multiple_of(8))?;
+        Some(usize::from_ne_bytes(stack.get(offset..offset + 8)?.try_into().ok()?))
+    };
+    let mut flags = 0;
+    let mut sink = Copied(out);
+    walk_with(&mut sink, &mut flags, Some(ip), sp, fp, read, |_| leaf_slot);
+    !beyond.get()
+}
+
+/// Return addresses into a vector, up to `ring::MAX_FRAMES`.
+struct Copied<'a>(&'a mut Vec<u64>);
+
+impl FrameSink for Copied<'_> {
+    fn push(&mut self, value: u64) {
+        self.0.push(value);
+    }
+    fn is_full(&self) -> bool {
+        self.0.len() >= super::ring::MAX_FRAMES
+    }
+}
+
+/// The walk itself, reading the stack through `read` (`None` outside what may be read) and
+/// finding a leaf's return address slot with `leaf_slot`.
+fn walk_with(
+    writer: &mut impl FrameSink,
+    flags: &mut u64,
+    ip: Option<usize>,
+    sp: usize,
+    fp: usize,
+    read: impl Fn(usize) -> Option<usize>,
+    leaf_slot: impl Fn(usize) -> Option<usize>,
+) {
+    use super::shapes::{SHAPES, Shape};
     // An OSR method's original (tier-0) frame: its return address at `slot`, and its saved RBP,
     // the caller's frame pointer, just below.
     let original_frame = |slot: usize| read(slot.wrapping_sub(8)).map(|saved| (slot, saved));
@@ -141,7 +221,7 @@ fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp
             *flags |= FLAG_TRUNCATED;
             return;
         }
-        let prologue = if leaf { leaf_return_slot(ip) } else { None };
+        let prologue = if leaf { leaf_slot(ip) } else { None };
         let shape = if code_ip == 0 { None } else { SHAPES.lookup(code_ip) };
         let (slot, next_fp) = match (prologue, shape) {
             (Some(offset), _) => (frame_sp.saturating_add(offset), fp),
@@ -184,16 +264,5 @@ fn walk_from(writer: &mut impl FrameSink, flags: &mut u64, ip: Option<usize>, sp
         code_ip = ret - 1;
         frame_sp = slot + 8;
         fp = next_fp;
-    }
-
-    /// The leaf's return address slot (relative to the stack pointer) when `ip` is in a prologue
-    /// or epilogue: decoded from the code at `ip`, which is mapped (the thread runs it) up to its
-    /// page's end.
-    fn leaf_return_slot(ip: usize) -> Option<usize> {
-        const PAGE: usize = 4096;
-        let len = shapes::WINDOW.min(PAGE - ip % PAGE);
-        // SAFETY: [ip, ip + len) is within the page of the instruction the thread was running.
-        let code = unsafe { std::slice::from_raw_parts(ip as *const u8, len) };
-        shapes::leaf_return_slot(code)
     }
 }

@@ -78,7 +78,7 @@ pub fn jit_started(id: usize) {
         outer::push(depth, w & ID_MASK);
     }
     let depth = (depth + 1).min(MAX_DEPTH);
-    word::set(((w & !(ID_MASK | DEPTH_MASK)) | depth << DEPTH_SHIFT | (id as u64 & ID_MASK)) as usize);
+    set_word(((w & !(ID_MASK | DEPTH_MASK)) | depth << DEPTH_SHIFT | (id as u64 & ID_MASK)) as usize);
 }
 
 /// The JIT finished (or gave up) compiling `id` on this thread: the innermost compilation ends.
@@ -100,7 +100,7 @@ pub fn jit_finished(id: usize) {
         1 => rest,
         _ => rest | (depth - 1) << DEPTH_SHIFT | outer::pop(depth - 1),
     };
-    word::set(next as usize);
+    set_word(next as usize);
 }
 
 /// This thread suspends the runtime for a collection (`true`), or the runtime resumed
@@ -110,7 +110,7 @@ pub fn suspended_for_gc(suspended: bool) {
     let w = word::get() as u64;
     let next = if suspended { w | SUSPENDING } else { w & !(SUSPENDING | COLLECTING) };
     if next != w {
-        word::set(next as usize);
+        set_word(next as usize);
     }
 }
 
@@ -119,8 +119,16 @@ pub fn collecting(running: bool) {
     let w = word::get() as u64;
     let next = if running { w | COLLECTING } else { w & !COLLECTING };
     if next != w {
-        word::set(next as usize);
+        set_word(next as usize);
     }
+}
+
+/// Sets the calling thread's work word; the kernel's sampler, which reads no word on the thread,
+/// logs the change (`kernel::work_changed`).
+#[inline(always)]
+fn set_word(value: usize) {
+    word::set(value);
+    super::kernel::work_changed(value as u64);
 }
 
 /// The ids of the compilations a nested one interrupted, by depth, in the thread's sampling slot

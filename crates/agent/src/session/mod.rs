@@ -284,7 +284,7 @@ pub fn final_snapshot(why: &str) {
     if session.facts.sampling {
         // What the final snapshot is about to report. A sample standing for several intervals
         // counted the extra ones as deferred.
-        sampling::drain();
+        sampling::drain_all();
         let (taken, losses) = sampling::totals();
         log!("samples: {taken} taken in {} stacks; {losses:?}", taken.saturating_sub(losses.deferred));
         if crate::sampling::async_stacks::enabled() {

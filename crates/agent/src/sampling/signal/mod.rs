@@ -137,23 +137,18 @@ pub(super) fn start(
     cpu_timers: bool,
     resolver: Box<dyn FrameResolver>,
     after_release: fn(),
-) -> std::io::Result<()> {
+) -> std::io::Result<&'static str> {
     configure(interval, Sampler::Signal);
     handler::install()?;
-    if clock == Clock::Cpu && cpu_timers {
-        let available = timers::available();
-        crate::base::log::log!(
-            "cpu clock: {}",
-            if available { "per-thread task-clock timers" } else { "the sampler thread (no perf_event_open here)" }
-        );
-        TIMERS.store(available, Relaxed);
-    }
+    let timed = clock == Clock::Cpu && cpu_timers && timers::available();
+    TIMERS.store(timed, Relaxed);
     let sampler = crate::base::running::spawn_thread("sonde-sampler", move || {
         handler::block_on_this_thread();
         run_sampler(interval, clock);
     })?;
     *SAMPLER.lock().unwrap_or_else(|e| e.into_inner()) = Some(sampler);
-    drain::start(resolver, handler::block_on_this_thread, after_release)
+    drain::start(resolver, handler::block_on_this_thread, after_release)?;
+    Ok(if timed { "signal (per-thread timers)" } else { "signal (sampler thread)" })
 }
 
 /// Publishes a thread's stack limits (low first: the handler checks `sp < high`, and a high of

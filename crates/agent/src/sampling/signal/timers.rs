@@ -16,44 +16,18 @@
 //! - **Which thread**: the signal carries the event's file descriptor; [`token_of`] maps it back
 //!   to the slot (a fixed table, no lock).
 //!
-//! The raw kernel ABI (the attribute layout, the `ioctl` and `fcntl` numbers) is declared here
-//! and nowhere else.
+//! The `fcntl` and `siginfo` numbers are declared here; the event's own ABI in `perf_event`.
 
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 
-// <linux/perf_event.h>, <asm-generic/fcntl.h>, <asm-generic/siginfo.h>.
-const PERF_TYPE_SOFTWARE: u32 = 1;
-const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
-/// `PERF_ATTR_SIZE_VER0`: the fields up to `bp_addr`, all this needs.
-const ATTR_SIZE: u32 = 64;
-const ATTR_DISABLED: u64 = 1 << 0;
-const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
-const ATTR_EXCLUDE_HV: u64 = 1 << 6;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
-const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
+use crate::sampling::perf_event;
+
+// <asm-generic/fcntl.h>, <asm-generic/siginfo.h> (the event's own ABI: `perf_event`).
 const F_SETSIG: libc::c_int = 10;
 const F_SETOWN_EX: libc::c_int = 15;
 const F_OWNER_TID: libc::c_int = 0;
 const POLL_IN: libc::c_int = 1;
 const POLL_HUP: libc::c_int = 6;
-
-/// `struct perf_event_attr` up to [`ATTR_SIZE`].
-#[repr(C)]
-#[derive(Default)]
-struct Attr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    bp_addr: u64,
-}
-const _: () = assert!(std::mem::size_of::<Attr>() == ATTR_SIZE as usize);
 
 #[repr(C)]
 struct OwnerEx {
@@ -132,20 +106,9 @@ pub(super) fn available() -> bool {
 }
 
 fn open(tid: u32, interval_ns: u64) -> Option<libc::c_int> {
-    let attr = Attr {
-        kind: PERF_TYPE_SOFTWARE,
-        size: ATTR_SIZE,
-        config: PERF_COUNT_SW_TASK_CLOCK,
-        sample_period: interval_ns.max(1),
-        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
-        ..Attr::default()
-    };
-    // SAFETY: perf_event_open(2) reads `attr` (ATTR_SIZE bytes, all initialised) and returns a
-    // new descriptor or -1; pid = tid, any CPU, no group.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &raw const attr, tid as libc::pid_t, -1, -1, PERF_FLAG_FD_CLOEXEC)
-    };
-    (fd >= 0).then_some(fd as libc::c_int)
+    let mut attr = perf_event::Attr::task_clock(interval_ns);
+    attr.flags |= perf_event::ATTR_DISABLED; // armed by `arm`, one overflow at a time
+    perf_event::Event::open(&attr, tid).map(perf_event::Event::into_raw)
 }
 
 /// Stops event `fd` from raising any more signals before it is closed while its thread may
@@ -159,17 +122,15 @@ pub(super) fn retire(fd: libc::c_int) {
     disarm(fd);
 }
 
-/// Arms event `fd` for one more overflow. Async-signal-safe: the handler calls it.
+/// Arms event `fd` for one more overflow. Async-signal-safe: the handler calls it (the handler
+/// checks the route first, and a route outlives its thread's handlers: see `Timer::drop`).
 pub(super) fn arm(fd: libc::c_int) {
-    // SAFETY: an ioctl on an event descriptor of ours (the handler checks the route first, and a
-    // route outlives its thread's handlers: see `Timer::drop`).
-    unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) };
+    perf_event::refresh(fd, 1);
 }
 
 /// Disarms event `fd`: no more overflows until it is armed again.
 pub(super) fn disarm(fd: libc::c_int) {
-    // SAFETY: an ioctl on an event descriptor of ours.
-    unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) };
+    perf_event::disable(fd);
 }
 
 /// The descriptor of the event that raised this signal, if a task-clock overflow raised it.
