@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(name = "sonde", version, about = "A performance profiler for .NET programs", propagate_version = true)]
 pub struct Cli {
-    /// More detail on stderr (-v: progress, -vv: agent log path and IPC events).
+    /// More detail on stderr (-v: each agent that connects and the sampler it runs).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Print nothing but errors on stderr (the target's own output still passes through).

@@ -19,7 +19,7 @@ pub fn record(args: &RecordArgs, v: &Verbosity) -> Options {
         Mode::Sampling => Options::sampling_with(args.rate, args.clock),
         mode => Options::new(mode, args.interval_us),
     };
-    options.verbose = v.verbose > 1;
+    options.verbose = v.verbose > 0;
     let exact = args.alloc_sampling == AllocSampling::Exact;
     let config = &mut options.config;
     config.timing = args.timing;

@@ -136,11 +136,10 @@ fn a_killed_controller_leaves_the_program_unprofiled_and_unharmed() {
     let pid = service.pid();
     let file = dir.path().join("orphan.sonde");
     let mut controller = Running::spawn(sonde(), &attach_args(pid, &file));
-    // The sampler runs (its per-thread timers are not waited for: a thread whose task-clock event
-    // the kernel refuses is polled by the sampler thread instead, with no descriptor to see).
-    controller.wait_while_running("the agent to sample the program", || {
-        thread_names(pid).iter().any(|n| n == "sonde-sampler")
-    });
+    // The sampler runs: its drain thread is there, whichever sampler raises the samples (the
+    // kernel's has no thread of its own; the signal sampler's thread may come a moment later).
+    controller
+        .wait_while_running("the agent to sample the program", || thread_names(pid).iter().any(|n| n == "sonde-drain"));
     kill_group(controller.pid(), libc::SIGKILL);
     let _ = controller.wait(Duration::from_secs(30));
     wait_until("the orphaned agent to stop and detach", || {

@@ -22,9 +22,13 @@ fn survives(opts: &[&str], args: &[&str], runs: usize) -> serde_json::Value {
 /// Who raises the samples of the CPU clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sampler {
-    /// Per-thread task-clock timers where the kernel allows them (as here).
+    /// The kernel's sampler where the kernel allows it (as here).
     Default,
-    /// The sampler thread (`SONDE_CPU_TIMERS=0`), the fallback.
+    /// Sonde's signal raised by per-thread task-clock timers (`SONDE_SAMPLER=signal`), the
+    /// fallback where the kernel refuses rings.
+    Signal,
+    /// The sampler thread (`SONDE_SAMPLER=signal SONDE_CPU_TIMERS=0`), the fallback without
+    /// `perf_event_open`.
     Thread,
 }
 
@@ -45,6 +49,7 @@ fn survives_with(sampler: Sampler, opts: &[&str], args: &[&str], runs: usize) ->
         let _ = std::fs::remove_file(&log);
         let out = match sampler {
             Sampler::Default => record_app(&file, &opts, "Harm", args),
+            Sampler::Signal => record_app_signal_sampler(&file, &opts, "Harm", args),
             Sampler::Thread => record_app_thread_sampler(&file, &opts, "Harm", args),
         };
         if out.code() != 0 {
@@ -97,7 +102,9 @@ fn save_core_dumps() -> String {
 /// thread count and rate: the CPU clock with per-thread timers and with the sampler thread, and
 /// the wall clock.
 fn null_dereferences(threads: &str, rate: &str) {
-    for (clock, sampler) in [("cpu", Sampler::Default), ("cpu", Sampler::Thread), ("wall", Sampler::Default)] {
+    for (clock, sampler) in
+        [("cpu", Sampler::Default), ("cpu", Sampler::Signal), ("cpu", Sampler::Thread), ("wall", Sampler::Default)]
+    {
         let report = survives_with(sampler, &["--rate", rate, "--clock", clock], &["nullref", threads, "500"], 7);
         let clock = format!("{clock} ({sampler:?} sampler)");
         // The sampling signal is blocked while the runtime handles a fault, and only then.
@@ -252,11 +259,14 @@ fn sleeps_are_not_cut_short() {
     let args = ["sleeps", "40", "20"];
     let direct = run_app("Harm", &args);
     assert_eq!(direct.code(), 0, "{}", direct.describe());
-    for (clock, sampler) in [("cpu", Sampler::Default), ("cpu", Sampler::Thread), ("wall", Sampler::Default)] {
+    for (clock, sampler) in
+        [("cpu", Sampler::Default), ("cpu", Sampler::Signal), ("cpu", Sampler::Thread), ("wall", Sampler::Default)]
+    {
         let dir = tmp();
         let file = dir.path().join("sleeps.sonde");
         let out = match sampler {
             Sampler::Default => record_app(&file, &["--clock", clock], "Harm", &args),
+            Sampler::Signal => record_app_signal_sampler(&file, &["--clock", clock], "Harm", &args),
             Sampler::Thread => record_app_thread_sampler(&file, &["--clock", clock], "Harm", &args),
         };
         assert_eq!(out.code(), 0, "{}", out.describe());

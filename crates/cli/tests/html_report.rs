@@ -90,6 +90,7 @@ fn nasty_profile() -> Profile {
             samples_lost: Vec::new(),
             agent_version: "<b>0.1.0</b>".into(),
             attach: None,
+            sampler: None,
         },
         methods,
         threads: [(4242, None), (4243, Some(NASTY_THREAD))]

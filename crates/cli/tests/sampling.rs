@@ -40,34 +40,49 @@ fn beside_split() -> std::sync::RwLockReadGuard<'static, ()> {
     SPLIT_RECORDINGS.read().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Records `Split.exe 3` on `rt` with `clock` (on CoreCLR's CPU clock, by the sampler thread
-/// when `thread_sampler`, else by per-thread timers); checks its exit code and facts; returns the
-/// program's measured split (for `clock`), the sampled one, and the report.
-fn record_split(
-    rt: Runtime,
-    clock: &str,
-    thread_sampler: bool,
-) -> (BTreeMap<String, f64>, BTreeMap<String, f64>, Value) {
+/// Who samples CoreCLR's CPU clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sampler {
+    /// The kernel's sampler where the kernel allows it (as here); the runtime's own on Mono.
+    Default,
+    /// Sonde's signal raised by per-thread timers (`SONDE_SAMPLER=signal`).
+    Signal,
+    /// Sonde's signal sent by its sampler thread (and `SONDE_CPU_TIMERS=0`).
+    Thread,
+}
+
+/// Records `Split.exe 3` on `rt` with `clock` by `sampler`; checks its exit code and facts, and
+/// that the profile names the sampler that ran; returns the program's measured split (for
+/// `clock`), the sampled one, and the report.
+fn record_split(rt: Runtime, clock: &str, sampler: Sampler) -> (BTreeMap<String, f64>, BTreeMap<String, f64>, Value) {
     let _alone = SPLIT_RECORDINGS.write().unwrap_or_else(|e| e.into_inner());
     let dir = tmp();
     let file = dir.path().join("split.sonde");
-    let out = if thread_sampler {
-        record_app_thread_sampler(&file, &["--clock", clock], "Split", &["3"])
-    } else {
-        rt.record_app(&file, &["--clock", clock], "Split", &["3"])
+    let opts = ["--clock", clock];
+    let out = match sampler {
+        Sampler::Default => rt.record_app(&file, &opts, "Split", &["3"]),
+        Sampler::Signal => record_app_signal_sampler(&file, &opts, "Split", &["3"]),
+        Sampler::Thread => record_app_thread_sampler(&file, &opts, "Split", &["3"]),
     };
     assert_eq!(out.code(), 0, "{rt:?}: {}", out.describe());
     let measured = measured_split(&out.stdout_str(), clock);
     assert_eq!(measured.len(), 3, "Split.exe printed {:?}", out.stdout_str());
     let report = report_json(&file);
     assert_sampling_facts(&report, clock, rt.kind());
+    let expected = match (rt, clock, sampler) {
+        (Runtime::Mono, _, _) => "runtime",
+        (_, "cpu", Sampler::Default) => "kernel",
+        (_, "cpu", Sampler::Signal) => "signal-timers",
+        _ => "signal-thread",
+    };
+    assert_eq!(report["sampler"], expected, "{rt:?}, {clock} clock, {sampler:?}");
     let names: Vec<String> = measured.keys().cloned().collect();
     let sampled = sampled_split(&report, &names);
     (measured, sampled, report)
 }
 
-fn check_split(rt: Runtime, clock: &str, thread_sampler: bool) {
-    let (measured, sampled, report) = record_split(rt, clock, thread_sampler);
+fn check_split(rt: Runtime, clock: &str, sampler: Sampler) {
+    let (measured, sampled, report) = record_split(rt, clock, sampler);
     // About one sample per millisecond of the program's 3 s of work.
     let in_split: u64 = arr(&report, "methods")
         .iter()
@@ -90,10 +105,11 @@ fn check_split(rt: Runtime, clock: &str, thread_sampler: bool) {
     }
     // The samplers lose samples for different reasons (docs/SAMPLING.md): Mono's signals every
     // thread, and drops and counts stacks without managed code; Sonde's own signal (CoreCLR) can
-    // be blocked too long, or taken over by the program.
-    let reasons: &[&str] = match rt {
-        Runtime::CoreClr => &["signal_blocked", "signal_taken"],
-        Runtime::Mono => &["no_managed_frames"],
+    // be blocked too long, or taken over by the program; the kernel may refuse a thread a ring.
+    let reasons: &[&str] = match (rt, report["sampler"].as_str()) {
+        (Runtime::Mono, _) => &["no_managed_frames"],
+        (_, Some("kernel")) => &["no_ring"],
+        _ => &["signal_blocked", "signal_taken"],
     };
     for reason in reasons {
         assert!(report["samples_lost"][reason].is_u64(), "samples_lost.{reason}: {}", report["samples_lost"]);
@@ -101,18 +117,25 @@ fn check_split(rt: Runtime, clock: &str, thread_sampler: bool) {
 }
 
 fn sampled_split_matches_measured_split_cpu_clock(rt: Runtime) {
-    check_split(rt, "cpu", false);
+    check_split(rt, "cpu", Sampler::Default);
+}
+
+/// The CPU clock on CoreCLR where the kernel refuses its rings: Sonde's signal, raised by
+/// per-thread timers.
+#[test]
+fn sampled_split_matches_measured_split_cpu_clock_by_the_signal_sampler() {
+    check_split(Runtime::CoreClr, "cpu", Sampler::Signal);
 }
 
 /// The CPU clock on CoreCLR where `perf_event_open` is refused: the sampler thread looks at every
 /// thread every interval instead of per-thread timers.
 #[test]
 fn sampled_split_matches_measured_split_cpu_clock_by_the_sampler_thread() {
-    check_split(Runtime::CoreClr, "cpu", true);
+    check_split(Runtime::CoreClr, "cpu", Sampler::Thread);
 }
 
 fn sampled_split_matches_measured_split_wall_clock(rt: Runtime) {
-    check_split(rt, "wall", false);
+    check_split(rt, "wall", Sampler::Default);
 }
 
 /// Stress.exe 64 under sonde with `opts`: the same stdout, stderr and exit code as without it,
@@ -198,8 +221,8 @@ fn sampling_keeps_data_of_a_crash(rt: Runtime) {
 
 #[test]
 fn mono_sampled_split_matches_coreclr() {
-    let (_, mono, _) = record_split(Runtime::Mono, "cpu", false);
-    let (_, coreclr, _) = record_split(Runtime::CoreClr, "cpu", false);
+    let (_, mono, _) = record_split(Runtime::Mono, "cpu", Sampler::Default);
+    let (_, coreclr, _) = record_split(Runtime::CoreClr, "cpu", Sampler::Default);
     for (name, m) in &mono {
         let c = coreclr[name];
         assert!((m - c).abs() <= 3.0, "{name}: mono {m:.2}%, coreclr {c:.2}%\nmono {mono:?}\ncoreclr {coreclr:?}");
@@ -332,4 +355,24 @@ fn osr_methods_keep_their_callers() {
     assert!(good >= 200 && bad * 100 <= good + bad, "{good} samples under Measure, {bad} not");
     let [bad, good] = bytes;
     assert!(good > 0 && bad * 100 <= good + bad, "{good} bytes under Measure, {bad} not");
+}
+
+/// `-v` says which sampler raises the samples: the kernel's where it allows it, Sonde's signal
+/// with `SONDE_SAMPLER=signal` (the fallback); the profile says the same.
+#[test]
+fn verbose_says_which_sampler_runs() {
+    let dir = tmp();
+    for (env, said, named) in [
+        (None, "sampled by the kernel", "kernel"),
+        (Some("signal"), "sampled by Sonde's signal, raised by per-thread timers", "signal-timers"),
+    ] {
+        let file = dir.path().join("busy.sonde");
+        let mut args = vec![std::ffi::OsString::from("-v")];
+        args.extend(record_args(&file, &["--force"], &app_command("Busy", &["1", "50"])));
+        let env: Vec<(&str, std::ffi::OsString)> = env.map(|v| ("SONDE_SAMPLER", v.into())).into_iter().collect();
+        let out = Running::spawn_with_env(sonde(), &args, &env).wait(DEADLINE);
+        assert_eq!(out.code(), 0, "{}", out.describe());
+        assert!(out.stderr_str().contains(said), "-v must say `{said}`: {}", out.describe());
+        assert_eq!(report_json(&file)["sampler"], named);
+    }
 }

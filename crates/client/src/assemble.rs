@@ -114,6 +114,7 @@ pub fn assemble(session: &Session, facts: RunFacts) -> Option<Profile> {
         incomplete: !session.complete,
         lost: snapshot.lost,
         sample_clock: hello.clock,
+        sampler: Some(snapshot.sampler.clone()).filter(|s| !s.is_empty()),
         samples_taken: snapshot.samples_taken,
         samples_lost: snapshot.samples_lost.clone(),
         agent_version: hello.agent_version.clone(),

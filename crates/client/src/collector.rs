@@ -467,9 +467,13 @@ fn serve(
         );
     }
     lock().hello = Some(hello);
+    let mut told_sampler = false;
     loop {
         match read_frame::<AgentMessage>(&mut reader) {
             Ok(AgentMessage::Snapshot(snapshot)) => {
+                if verbose && !snapshot.sampler.is_empty() && !std::mem::replace(&mut told_sampler, true) {
+                    crate::note!("sonde: pid {}: {}", snapshot_pid(&lock()), sampler_note(&snapshot.sampler));
+                }
                 apply(&mut lock(), snapshot);
                 changes.bump();
             }
@@ -480,6 +484,22 @@ fn serve(
             Err(FrameError::Io(_)) => return Ok(()),
             Err(e) => return Err(ConnectionError::BadMessage(e)),
         }
+    }
+}
+
+/// The pid of a session's process (0 before its `Hello`).
+fn snapshot_pid(session: &Session) -> u32 {
+    session.hello.as_ref().map_or(0, |h| h.pid)
+}
+
+/// What `-v` says of the sampler an agent runs (`RunInfo::sampler`).
+fn sampler_note(sampler: &str) -> String {
+    match sampler {
+        "kernel" => "sampled by the kernel (a perf_event ring per thread; no signal in the program)".into(),
+        "signal-timers" => "sampled by Sonde's signal, raised by per-thread timers".into(),
+        "signal-thread" => "sampled by Sonde's signal, sent by its sampler thread".into(),
+        "runtime" => "sampled by the runtime's own sampler".into(),
+        other => format!("sampled by `{}`", Clean(other)),
     }
 }
 

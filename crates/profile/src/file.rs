@@ -25,6 +25,7 @@
 //! | name | model field | since |
 //! |---|---|---|
 //! | `attach` | `RunInfo::attach` ([`crate::model::Attach`]) | version 2 |
+//! | `sampler` | `RunInfo::sampler` (which sampler raised the samples) | version 2 |
 //! | `events` | `Profile::events` ([`crate::model::RuntimeEvents`]): exceptions, catches counted, collections | version 2 |
 //! | `allocations` | `RuntimeEvents::allocations` ([`crate::model::Allocations`]) | version 2 |
 //! | `allocations_exact` | `Allocations::exact_by_type` (the totals by type count every allocation) | version 2 |
@@ -164,6 +165,9 @@ fn extensions(profile: &Profile) -> Vec<(String, Vec<u8>)> {
     if let Some(attach) = &profile.run.attach {
         list.push(("attach".to_string(), encode(attach)));
     }
+    if let Some(sampler) = &profile.run.sampler {
+        list.push(("sampler".to_string(), encode(sampler)));
+    }
     let events = &profile.events;
     // `events` encodes the fields it had when it was introduced; the later ones are `skip` there.
     if !events.exceptions.is_empty() || events.catches_counted || events.gc != Default::default() {
@@ -222,6 +226,7 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
     for (name, bytes) in list {
         match name.as_str() {
             "attach" => profile.run.attach = Some(postcard::from_bytes(bytes)?),
+            "sampler" => profile.run.sampler = Some(postcard::from_bytes(bytes)?),
             "events" => {
                 let RuntimeEvents { exceptions, catches_counted, gc, .. } = postcard::from_bytes(bytes)?;
                 profile.events.exceptions = exceptions;

@@ -136,6 +136,13 @@ pub struct RunInfo {
     /// section, not the version-1 payload (`file`), hence `skip` here.
     #[serde(skip)]
     pub attach: Option<Attach>,
+    /// Sampling mode: which sampler raised the samples — `kernel` (a `perf_event` ring per
+    /// thread, written by the kernel: nothing runs in the program), `signal-timers` (per-thread
+    /// task-clock timers raise Sonde's sampling signal), `signal-thread` (Sonde's sampler thread
+    /// signals the running threads), `runtime` (the runtime's own sampler: Mono). `None` in files
+    /// from before it was recorded. An extension (`file`), hence `skip`.
+    #[serde(skip)]
+    pub sampler: Option<String>,
 }
 
 /// When an attached recording began and ended, in Unix time (nanoseconds).

@@ -29,6 +29,7 @@ pub fn run_info(mode: Mode) -> RunInfo {
         samples_lost: Vec::new(),
         agent_version: "0.1.0".into(),
         attach: None,
+        sampler: None,
     }
 }
 

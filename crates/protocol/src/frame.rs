@@ -171,6 +171,7 @@ mod tests {
             lines: vec![LineRecord { method: 0, il_offset: 12, self_samples: 3, total_samples: 5 }],
             precompiled: vec!["/usr/lib/mono/aot-cache/amd64/Calls.exe.so".into()],
             mapped_files: vec!["/app/libcodec.so".into()],
+            sampler: "kernel".into(),
             coverage: vec![sonde_profile::MethodBlocks { method: 0, blocks: vec![(0, 3), (12, 1)] }],
             faults: sonde_profile::Faults {
                 rules: vec![sonde_profile::FaultRule {

@@ -14,7 +14,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -219,13 +219,16 @@ pub struct Snapshot {
     /// with `-finstrument-functions`, whose hooks then run glibc's empty ones (docs/NATIVE.md).
     /// Empty otherwise.
     pub mapped_files: Vec<String>,
+    /// Sampling mode: which sampler raises the samples (`kernel`, `signal-timers`,
+    /// `signal-thread`, `runtime`: see `RunInfo::sampler`). Empty otherwise. Since protocol 14.
+    pub sampler: String,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The bytes protocol 13's flat record (`id, name, signature, assembly, module, path, token,
+    /// The bytes protocol 13's flat record (unchanged in 14) (`id, name, signature, assembly, module, path, token,
     /// type_args, method_args`) encoded to, from before the names became one shared type.
     #[test]
     fn a_method_record_keeps_its_layout() {

@@ -157,7 +157,8 @@ fn header(out: &mut impl Write, view: &View) -> io::Result<()> {
             .collect();
         writeln!(
             out,
-            "  sampler      {} clock, {} samples taken, {} lost{}",
+            "  sampler      {}{} clock, {} samples taken, {} lost{}",
+            run.sampler.as_deref().map(|s| format!("{}, ", Clean(s))).unwrap_or_default(),
             clock.as_str(),
             count(run.samples_taken),
             count(lost),

@@ -351,8 +351,8 @@ fn json_parses_back_with_the_contract_keys_in_order() {
         #[rustfmt::skip]
         assert_eq!(keys(&json), [
             "schema", "mode", "timing", "runtime", "command", "pid", "exit_code", "signal", "wall_ns",
-            "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "samples_taken",
-            "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
+            "sample_interval_ns", "compensation", "incomplete", "lost", "sample_clock", "sampler",
+            "samples_taken", "samples_lost", "attached", "attached_at_ns", "detached_at_ns", "threads", "methods", "nodes",
             "exceptions", "gc", "jit", "modules", "allocation_sampling", "allocations_exact", "allocations", "runtime_work",
         ]);
         assert_eq!(keys(&json["jit"]), ["methods_compiled", "jit_ns"]);

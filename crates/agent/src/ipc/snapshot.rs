@@ -42,6 +42,9 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         if crate::sampling::external() {
             // Only an external sampler (Mono's) walks stacks that can hold no managed frame at all.
             lost.push(("no_managed_frames", l.no_managed_frames));
+        } else if crate::sampling::name() == "kernel" {
+            // Only the kernel's sampler needs a ring per thread from the kernel.
+            lost.push(("no_ring", l.no_ring));
         } else {
             // Only Sonde's own sampling signal can be blocked too long, or taken over by the program.
             lost.push(("signal_blocked", l.signal_blocked));
@@ -97,6 +100,7 @@ pub fn take(ctx: SnapshotContext) -> Snapshot {
         lines: if ctx.sampling { crate::sampling::lines::snapshot() } else { Vec::new() },
         precompiled: Vec::new(),
         mapped_files: if ctx.mapped_files { crate::base::process::executable_files() } else { Vec::new() },
+        sampler: if ctx.sampling { crate::sampling::name().to_string() } else { String::new() },
     };
     for contribute in contributions() {
         contribute(&mut snapshot, ctx.last);

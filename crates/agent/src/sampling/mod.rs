@@ -78,6 +78,19 @@ pub struct Losses {
     pub no_ring: u64,
 }
 
+/// Which sampler raises the samples, as the profile names it (`RunInfo::sampler`): `kernel`,
+/// `signal-timers` (per-thread timers raise the signal), `signal-thread` (the sampler thread
+/// does), `runtime` (the runtime's own: Mono); empty before sampling started.
+pub fn name() -> &'static str {
+    match sampler() {
+        Some(Sampler::Kernel) => "kernel",
+        Some(Sampler::Signal) if signal::timed() => "signal-timers",
+        Some(Sampler::Signal) => "signal-thread",
+        Some(Sampler::External(_)) => "runtime",
+        None => "",
+    }
+}
+
 /// Samples taken (counting merged expirations) and lost, so far.
 pub fn totals() -> (u64, Losses) {
     let c = &COUNTERS;

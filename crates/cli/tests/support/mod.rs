@@ -622,11 +622,20 @@ pub fn record_app(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Outpu
     Runtime::CoreClr.record_app(out, opts, name, args)
 }
 
-/// [`record_app`] with the CPU clock sampled by the sampler thread (`SONDE_CPU_TIMERS=0`)
-/// instead of per-thread timers: the fallback where `perf_event_open` is not allowed.
+/// [`record_app`] with the CPU clock sampled by the sampler thread (`SONDE_SAMPLER=signal`,
+/// `SONDE_CPU_TIMERS=0`) instead of the kernel's sampler or per-thread timers: the fallback
+/// where `perf_event_open` is not allowed.
 pub fn record_app_thread_sampler(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
     let args = record_args(out, opts, &app_command(name, args));
-    Running::spawn_with_env(sonde(), &args, &[("SONDE_CPU_TIMERS", "0".into())]).wait(DEADLINE)
+    let env = [("SONDE_SAMPLER", "signal".into()), ("SONDE_CPU_TIMERS", "0".into())];
+    Running::spawn_with_env(sonde(), &args, &env).wait(DEADLINE)
+}
+
+/// [`record_app`] with the CPU clock sampled by Sonde's signal, raised by per-thread timers
+/// (`SONDE_SAMPLER=signal`): the fallback where the kernel refuses its rings.
+pub fn record_app_signal_sampler(out: &Path, opts: &[&str], name: &str, args: &[&str]) -> Output {
+    let args = record_args(out, opts, &app_command(name, args));
+    Running::spawn_with_env(sonde(), &args, &[("SONDE_SAMPLER", "signal".into())]).wait(DEADLINE)
 }
 
 /// `sonde <args>`, to completion.

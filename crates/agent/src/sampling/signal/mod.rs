@@ -151,6 +151,11 @@ pub(super) fn start(
     Ok(if timed { "signal (per-thread timers)" } else { "signal (sampler thread)" })
 }
 
+/// True when per-thread timers raise the signal (else the sampler thread does).
+pub(super) fn timed() -> bool {
+    TIMERS.load(Relaxed)
+}
+
 /// Publishes a thread's stack limits (low first: the handler checks `sp < high`, and a high of
 /// 0 means unknown).
 fn set_stack(state: &PerThread, low: usize, high: usize) {
