@@ -26,7 +26,9 @@ machine noise hits all of them alike):
   EventPipe     the runtime's own sample profiler, enabled by environment variables (dotnet-trace's
                 default cpu-sampling providers, to a .nettrace file); its rate is fixed at 1 kHz
   perf          `perf record -F RATE -e task-clock --call-graph fp -o /dev/null`: the kernel's
-                per-thread sampler, frame-pointer chains into a ring, no signal: the floor
+                per-thread sampler, frame-pointer chains into a ring, no signal: the floor. perf's
+                own start (it reads /proc/kallsyms) costs it ~0.25 s of CPU here, so its floor is
+                the loop's own timing and the loop's CPU net of start-up, not its other rows
 
 Figures: medians over the rounds of the wall time and of the CPU of the whole process tree (user
 + system of the command and all its descendants, `RUSAGE_CHILDREN`: for `sonde record` the
