@@ -117,6 +117,13 @@ if ! command -v uftrace >/dev/null; then
     apt_install uftrace
 fi
 
+# perf: the floor of the sampling benchmark (scripts/bench-compare.py: `perf record`, the
+# kernel's own sampler). Only the benchmark needs it.
+if ! command -v perf >/dev/null; then
+    say "installing Debian's linux-perf (the sampling benchmark's floor)"
+    apt_install linux-perf || say "could not install linux-perf; only the benchmark needs it"
+fi
+
 # clang: the native tests build the same sources with clang too (-finstrument-functions is
 # inserted by each compiler its own way).
 if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
