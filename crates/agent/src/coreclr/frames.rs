@@ -322,6 +322,9 @@ pub(super) fn learn_osr(function: FunctionID) {
         let mut start = [0u8; 8];
         if read_memory(entry, &mut start).is_some() && sampling::shapes::starts_osr(&start) {
             learn_shape(function, &regions);
+            // This thread compiles the OSR version at the patchpoint it reached: its stack holds
+            // the original frame, which the kernel's chain skips (`sampling::kernel`).
+            sampling::kernel::learn_from_this_thread();
         }
     }
 }

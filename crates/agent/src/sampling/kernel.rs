@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, 
 
 /// Bytes of the stack each sample copies (the leaf's return address is within them unless
 /// the leaf is in a prologue that just reserved a large frame).
-const STACK_COPY: u32 = 1024;
+const STACK_COPY: u32 = 512;
 /// Ring sizes tried, in pages: the kernel lets a user lock `perf_event_mlock_kb` (516 KB) per
 /// CPU for rings, then up to `RLIMIT_MEMLOCK`; a thread that finds no room gets a smaller ring
 /// (and the drain comes sooner: [`drain_period`]).
@@ -281,6 +281,9 @@ pub(super) fn drain_slot(
     let mut word = log.word.load(Relaxed);
     let mut lost = 0;
     let Scratch { wrap, frames, repairs, pending } = scratch;
+    for (patchpoint, next, right) in LEARNT.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        repairs.splices.insert((patchpoint, next), right);
+    }
     let held = pending.entry(index).or_default();
     ring.read(wrap, |position, kind, body| {
         if kind == perf_event::RECORD_LOST {
@@ -333,6 +336,28 @@ pub(super) fn drain_slot(
         true
     });
     lost
+}
+
+/// Splices learnt on the program's threads ([`learn_from_this_thread`]), for the drain to take
+/// (`(patchpoint return address, the chain's next frame, the right frame)`).
+static LEARNT: std::sync::Mutex<Vec<(u64, u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// The calling thread is compiling an on-stack-replacement version at the patchpoint it reached
+/// (the JIT's callback, after the version's shape was published): its own stack, walked with
+/// the shapes, has the patchpoint's return address and, above it, the original frame's return
+/// into the method's caller — the splice the kernel's chain needs for this patchpoint, known
+/// before the first sample through it. Once per OSR compilation.
+pub fn learn_from_this_thread() {
+    if !running() {
+        return;
+    }
+    let mut frames = Vec::new();
+    super::stack_walk::walk_this_thread(&mut frames);
+    // The walk's values are return addresses moved inside their call (`- 1`).
+    let Some(at) = frames.iter().position(|&f| is_patchpoint(0, f)) else { return };
+    if let (Some(&right), Some(&next)) = (frames.get(at + 1), frames.get(at + 2)) {
+        LEARNT.lock().unwrap_or_else(|e| e.into_inner()).push((frames[at] + 1, next + 1, right + 1));
+    }
 }
 
 /// Samples held per thread waiting for a splice, at most.
@@ -513,13 +538,14 @@ fn join(frames: &mut Vec<u64>, walked: &[u64], complete: bool, leaf: Leaf) -> Op
 }
 
 /// The drain's period while the kernel's sampler runs: rings must not fill between two passes.
-/// A sample takes ~1 KB at most of the usual depths: half the smallest ring's worth of samples.
+/// A sample takes the stack's copy and up to 1 KB of chain: half the smallest ring's worth of
+/// samples that size.
 pub(super) fn drain_period(normal: std::time::Duration) -> std::time::Duration {
     if !running() {
         return normal;
     }
     let bytes = SMALLEST_RING.load(Relaxed) as u64 * 4096;
-    let samples = (bytes / 2 / 1024).max(1);
+    let samples = (bytes / 2 / (u64::from(STACK_COPY) + 1024)).max(1);
     normal.min(std::time::Duration::from_nanos(interval_ns().saturating_mul(samples)))
 }
 
