@@ -103,8 +103,12 @@ def modes(args, work):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SONDE_", "CORECLR_", "DOTNET_"))}
     record = [str(SONDE), "record", "-q", "-o", str(work / "r.sonde"), "--force", "--rate", str(args.rate), "--"]
     out = {"bare": ([], base), "this agent": (record, base)}
+    if args.signal:
+        out["this agent, signal"] = (record, dict(base, SONDE_SAMPLER="signal"))
     if args.agent:
-        out["other agent"] = (record, dict(base, SONDE_AGENT=args.agent))
+        # An agent of another protocol version needs its own controller.
+        other = [args.other_sonde or str(SONDE)] + record[1:]
+        out["other agent"] = (other, dict(base, SONDE_AGENT=args.agent))
     out["EventPipe"] = ([], dict(base, DOTNET_EnableEventPipe="1", DOTNET_EventPipeConfig=EVENTPIPE_CONFIG,
                                  DOTNET_EventPipeOutputPath=str(work / "trace.nettrace")))
     perf = shutil.which("perf") or sys.exit("bench-compare: no `perf` on PATH (Debian: apt-get install linux-perf)")
@@ -208,6 +212,10 @@ def pct(x):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--agent", help="the other agent library (e.g. the previous commit's libsonde_agent.so)")
+    ap.add_argument("--other-sonde", help="the controller for --agent when it speaks another protocol version "
+                    "(the same build's `sonde`)")
+    ap.add_argument("--signal", action="store_true",
+                    help="also this agent with its signal sampler (SONDE_SAMPLER=signal), the fallback")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, of " + ",".join(WORKLOADS))
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--rate", type=int, default=1000, help="Sonde's and perf's rate, Hz (EventPipe's is 1 kHz)")
@@ -241,6 +249,7 @@ def main():
     rows, pairs = table(runs, list(mode_table))
 
     label = {"this agent": "sonde, this agent", "other agent": "sonde, other agent",
+             "this agent, signal": "sonde, this agent, signal sampler",
              "EventPipe": "EventPipe, 1 kHz", "perf": "perf record (floor)"}
     about = (f"medians of {args.rounds} interleaved rounds, {today}, commit {head}; sonde and perf at "
              f"{args.rate} Hz; wall against bare (the loop's: its own timing of the loop), CPU of the whole "
