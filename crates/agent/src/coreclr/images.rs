@@ -29,7 +29,11 @@
 //! images into it later (a second crash, found by the test of this: an address read as reserved
 //! memory from an older reading of the mappings was in an image by then), so an address that was
 //! reserved or unmapped at the last reading waits for a fresh one; code, files and data are
-//! taken from the last reading.
+//! taken from the last reading. Memory reserved in the runtime's `memfd` (its double-mapped
+//! executable memory) is not waited for: the runtime commits code heaps and stubs there, never
+//! an image. Neither is code the JIT compiled since: a method's later compilations report their
+//! code as they finish, its first ones are queued and their code looked up by the drain when an
+//! address needs it (or the mappings read again when many wait).
 //!
 //! Not covered: an image unloaded (a collectible load context) and another mapped at its address
 //! keeps the first one's prepared methods; hot/cold-split ReadyToRun code (not produced by
@@ -68,7 +72,9 @@ enum Backing {
     /// Address space reserved in a `memfd` (inaccessible): the runtime's double-mapped
     /// executable memory, whose parts it commits as code heaps and stubs (and their writable
     /// views) — never an image, which the runtime maps from its file into anonymous reserved
-    /// memory or free address space. Readable now, it is such memory.
+    /// memory or free address space. Asked about as [`Backing::Code`] is (the runtime's lookup
+    /// reads its own tables there, not the address), with no reading or lookup for the code
+    /// committed since, most of a JIT-heavy program's new code.
     ReservedCode,
     /// Anything else: data (the heaps, stacks), the kernel's own (`[vvar]`).
     Other,
@@ -178,7 +184,7 @@ impl Images {
         follows_call: &dyn Fn(usize) -> bool,
     ) -> Verdict {
         let path = match self.backing(ip) {
-            (Some(Backing::Code), _) => return Verdict::Ask,
+            (Some(Backing::Code | Backing::ReservedCode), _) => return Verdict::Ask,
             (Some(Backing::File { path, .. }), _) => path,
             (_, true) => return Verdict::Never,
             // A mapping made since the last look, perhaps.
@@ -209,15 +215,10 @@ impl Images {
     /// crash).
     fn backing(&mut self, ip: usize) -> (Option<Backing>, bool) {
         let found = find(&self.maps, ip).cloned();
-        if matches!(found, Some(Backing::Code | Backing::File { .. } | Backing::Other)) {
+        if matches!(found, Some(Backing::Code | Backing::ReservedCode | Backing::File { .. } | Backing::Other)) {
             // (Taken in now and then, so that the list stays small whatever the JIT does.)
             self.take_compiled(QUEUE_BOUND);
             return (found, true);
-        }
-        // Committed since in the runtime's executable memory: code heaps and stubs (most of
-        // what a JIT-heavy program's new code is in), without a lookup or a reading.
-        if found == Some(Backing::ReservedCode) && readable(ip) {
-            return (Some(Backing::Code), true);
         }
         // Mapped since: code the JIT compiled, most often.
         self.take_compiled(0);
@@ -430,10 +431,10 @@ mod tests {
     const A_CALL: &dyn Fn(usize) -> bool = &|_| true;
 
     #[test]
-    fn memory_committed_in_the_runtime_s_executable_reservation_is_code() {
+    fn memory_reserved_in_the_runtime_s_executable_memfd_is_asked_about() {
         // Memory of this test, read as reserved at the last reading: in a `memfd` (the runtime's
-        // double-mapped executable memory) it is code once readable; in anonymous memory it
-        // may be an image mapped since (not asked about before a new reading).
+        // double-mapped executable memory) it is asked about; in anonymous memory it may be an
+        // image mapped since (not asked about before a new reading).
         let page = vec![0u8; 0x3000];
         let start = (page.as_ptr() as usize + 0xfff) & !0xfff;
         let ip = start + 0x10;
@@ -446,13 +447,13 @@ mod tests {
             images.read_at = Some(std::time::Instant::now());
             assert_eq!(images.verdict(ip, true, NO_MEMORY, A_CALL), verdict, "{line}");
         }
-        // Not committed yet: no code.
+        // Not committed yet: asked about all the same (never an image).
         let mut images = Images {
             maps: parse_maps("7f0000030000-7f0000038000 ---s 00000000 00:01 2049 /memfd:doublemapper (deleted)\n"),
             read_at: Some(std::time::Instant::now()),
             ..Images::default()
         };
-        assert_eq!(images.verdict(0x7f0000030010, true, NO_MEMORY, A_CALL), Verdict::NotYet);
+        assert_eq!(images.verdict(0x7f0000030010, true, NO_MEMORY, A_CALL), Verdict::Ask);
     }
 
     #[test]
