@@ -232,7 +232,7 @@ impl Images {
         // The code of the functions compiled for the first time since the last reading: looked up
         // when they are few, or when the mappings may not be read again yet; else the mappings
         // are read (one reading costs what a few hundred lookups do).
-        let may_read = !self.read_at.is_some_and(|at| at.elapsed() < REREAD);
+        let may_read = self.read_at.is_none_or(|at| at.elapsed() >= REREAD);
         if (!may_read || pending() <= LOOK_UP_AT_MOST) && self.first_compilations_hold(ip) {
             return (Some(Backing::Code), true);
         }
