@@ -195,14 +195,21 @@ impl ProfilerInfo {
                 call!(self.GetILToNativeMapping(function, cap, len, out))
             }
         };
-        let mut len: ULONG32 = 0;
-        get(0, &mut len, null_mut()).ok()?;
+        // One call for most methods (the drain asks for each code version it samples); a map
+        // that may not have fit is asked for again: its length, then whole.
         // (A method's map has an entry per IL offset the JIT tracked: bounded by its IL size.)
-        let cap = len.min(1 << 20);
-        let mut map =
-            vec![COR_DEBUG_IL_TO_NATIVE_MAP { ilOffset: 0, nativeStartOffset: 0, nativeEndOffset: 0 }; cap as usize];
-        get(cap, &mut len, map.as_mut_ptr()).ok()?;
-        map.truncate((len as usize).min(cap as usize));
+        const FIRST: ULONG32 = 256;
+        let empty = COR_DEBUG_IL_TO_NATIVE_MAP { ilOffset: 0, nativeStartOffset: 0, nativeEndOffset: 0 };
+        let mut map = vec![empty; FIRST as usize];
+        let mut len: ULONG32 = 0;
+        get(FIRST, &mut len, map.as_mut_ptr()).ok()?;
+        if len >= FIRST {
+            get(0, &mut len, null_mut()).ok()?;
+            let cap = len.min(1 << 20);
+            map.resize(cap as usize, empty);
+            get(cap, &mut len, map.as_mut_ptr()).ok()?;
+        }
+        map.truncate((len as usize).min(map.len()));
         Some(map.iter().map(|m| (m.nativeStartOffset, m.nativeEndOffset, m.ilOffset)).collect())
     }
 

@@ -13,6 +13,9 @@ use sonde_clr::sys::FunctionID;
 pub(super) struct ClrFrames {
     /// Each sampled address's frame and IL offset (`lines::NONE`: none).
     cache: sampling::AddressMap<usize, (sampling::Frame, u32)>,
+    /// The last address looked up and its answer: a managed frame's IL offset is asked for
+    /// right after its frame (`sampling::paths`), without a second lookup.
+    last: Option<(usize, (sampling::Frame, u32))>,
     runtime_calls: sampling::AddressMap<usize, bool>,
     /// The `[jit] …` frame of each function sampled while being compiled.
     compiling: sampling::AddressMap<usize, u32>,
@@ -181,8 +184,21 @@ impl ClrFrames {
     /// The frame of the code at `ip` and its IL offset (`lines::NONE` for none), once per
     /// address.
     fn resolved(&mut self, ip: usize) -> (sampling::Frame, u32) {
-        if let Some(&found) = self.cache.get(&ip) {
+        if let Some((at, found)) = self.last
+            && at == ip
+        {
             return found;
+        }
+        let (found, kept) = self.looked_up(ip);
+        self.last = kept.then_some((ip, found));
+        found
+    }
+
+    /// [`resolved`](Self::resolved) from the cache, else asked; `false` when the answer is not
+    /// to be remembered.
+    fn looked_up(&mut self, ip: usize) -> ((sampling::Frame, u32), bool) {
+        if let Some(&found) = self.cache.get(&ip) {
+            return (found, true);
         }
         if self.cache.len() > 1 << 20 {
             self.cache.clear();
@@ -219,12 +235,12 @@ impl ClrFrames {
                 // Not remembered: asked again at its next sample, when more is known.
                 Verdict::NotYet => {
                     sampling::module_files::count_unasked(true);
-                    return unknown();
+                    return (unknown(), false);
                 }
             }
         };
         self.cache.insert(ip, found);
-        found
+        (found, true)
     }
 
     /// Whether the runtime may be asked about `ip` (`super::images`), learning first what the
@@ -314,7 +330,16 @@ static TABLE_FULL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 /// version's shape is published now, before it runs — learnt at its first sample instead, the
 /// samples taken meanwhile (up to a drain period's) were walked by the chain alone, which skips
 /// the method's caller.
+///
+/// A method's first compilation, seen from start-up, cannot be one (an OSR version continues
+/// the method's tier-0 code): it costs the compiling thread a set insert and a push only, its
+/// code is looked up by the drain if ever needed (`images::first_compilation`). The runtime is
+/// asked for the versions, and their code read, at a method's later compilations (tier 1, OSR),
+/// and after an attach, where earlier compilations were not seen.
 pub(super) fn learn_osr(function: FunctionID) {
+    if super::images::complete() && super::images::first_compilation(function) {
+        return;
+    }
     let Some(info) = info() else { return };
     for regions in info.code_versions(function) {
         super::images::compiled(&regions);
