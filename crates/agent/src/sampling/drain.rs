@@ -135,9 +135,11 @@ fn drain_and(flush: bool) {
     let mut work_frames = WorkFrames::default();
     slots::seal_gone();
     let mut stitching = async_stacks::begin_drain(resolver.as_mut());
-    let mut kernel_scratch = KERNEL_SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-    let kernel_scratch = kernel_scratch.get_or_insert_with(Default::default);
-    for (index, slot) in slots::used().iter().enumerate() {
+    // The kernel's rings are small: their samples move to the slots' rings first, and again
+    // between slots when resolving takes a while.
+    let mut moved = std::time::Instant::now();
+    move_kernel_samples(flush);
+    for slot in slots::used() {
         let tid = slot.tid.load(Acquire);
         let Some(ring) = slot.ring() else { continue };
         if tid == 0 {
@@ -145,6 +147,10 @@ fn drain_and(flush: bool) {
         }
         // The slot's own thread (a thread id may name a newer thread by now).
         let Some(thread) = slot.thread() else { continue };
+        if moved.elapsed() >= MOVE_AGAIN {
+            move_kernel_samples(flush);
+            moved = std::time::Instant::now();
+        }
         let tree = &thread.tree;
         let mut last_leaf = slot.last_leaf.load(Relaxed).checked_sub(1);
         let mut sample = |frames: &[u64], periods: u64, before: u64, flags: u64, work: u64| {
@@ -179,10 +185,6 @@ fn drain_and(flush: bool) {
             }
         };
         ring.drain(&mut sample);
-        let lost = super::kernel::drain_slot(index, flush || slot.is_final(), kernel_scratch, &mut sample);
-        if lost > 0 {
-            ring.dropped.fetch_add(lost, Relaxed);
-        }
         if let Some(leaf) = last_leaf {
             let idle = slot.idle_periods.swap(0, AcqRel);
             // Paused: time blocked meanwhile is not collected either.
@@ -220,6 +222,39 @@ const MAX_EVENT_STACKS: usize = 1 << 16;
 
 /// The kernel sampler's buffers, kept from one drain to the next (taken under the drain's lock).
 static KERNEL_SCRATCH: Mutex<Option<super::kernel::Scratch>> = Mutex::new(None);
+
+/// How long the drain resolves before it empties the kernel's rings again.
+const MOVE_AGAIN: Duration = Duration::from_millis(2);
+
+/// Moves the samples in the kernel's rings (the kernel's sampler: `kernel`) into the slots'
+/// rings, repaired, as the signal handler would have written them; `flush`: with every sample
+/// the kernel sampler holds back. Under the drain's lock.
+fn move_kernel_samples(flush: bool) {
+    if !super::kernel::running() && !flush {
+        return;
+    }
+    let mut scratch = KERNEL_SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    let scratch = scratch.get_or_insert_with(Default::default);
+    for (index, slot) in slots::used().iter().enumerate() {
+        let Some(ring) = slot.ring() else { continue };
+        let lost = super::kernel::drain_slot(
+            index,
+            flush || slot.is_final(),
+            scratch,
+            |frames, periods, before, flags, work| {
+                if let Some(mut writer) = ring.begin() {
+                    for &frame in frames {
+                        writer.push(frame);
+                    }
+                    let _ = writer.commit(periods, before, flags, work);
+                }
+            },
+        );
+        if lost > 0 {
+            ring.dropped.fetch_add(lost, Relaxed);
+        }
+    }
+}
 
 /// Event stacks dropped because the drain fell behind.
 pub fn event_stacks_lost() -> u64 {

@@ -31,10 +31,17 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, 
 /// Bytes of the stack each sample copies (the leaf's return address is within them unless
 /// the leaf is in a prologue that just reserved a large frame).
 const STACK_COPY: u32 = 512;
-/// Ring sizes tried, in pages: the kernel lets a user lock `perf_event_mlock_kb` (516 KB) per
-/// CPU for rings, then up to `RLIMIT_MEMLOCK`; a thread that finds no room gets a smaller ring
-/// (and the drain comes sooner: [`drain_period`]).
-const RING_PAGES: [usize; 4] = [16, 8, 4, 2];
+/// Ring sizes tried, in pages, after [`first_ring_pages`]: the kernel lets a user lock
+/// `perf_event_mlock_kb` (516 KB) per CPU for rings, then up to `RLIMIT_MEMLOCK`; a thread that
+/// finds no room gets a smaller ring (and the drain comes sooner: [`drain_period`]).
+const RING_PAGES: [usize; 5] = [32, 16, 8, 4, 2];
+
+/// The ring first tried: 128 KB up to 2 kHz (120 ms of samples at 1 kHz), more above, so that
+/// a ring holds ~25 ms of samples whatever the rate (at most 512 KB, at 8 kHz and above).
+fn first_ring_pages() -> usize {
+    let rate = 1_000_000_000 / interval_ns().max(1);
+    (RING_PAGES[0] * rate.div_ceil(2000) as usize).next_power_of_two().clamp(RING_PAGES[0], 128)
+}
 /// Work-word changes kept per thread between two drains (one per sample at most).
 const LOG: usize = 128;
 
@@ -128,7 +135,7 @@ pub fn available() -> bool {
 /// The kernel's sampler samples from now on (threads are added with [`registered`]).
 pub(super) fn start() {
     REFUSED.store(0, Relaxed);
-    SMALLEST_RING.store(RING_PAGES[0] as u32, Relaxed);
+    SMALLEST_RING.store(first_ring_pages() as u32, Relaxed);
     RUNNING.store(true, Release);
 }
 
@@ -148,7 +155,9 @@ pub(super) fn registered(index: usize, tid: u32) {
         refused(tid, "no event");
         return;
     };
-    let Some((ring, pages)) = RING_PAGES.iter().find_map(|&pages| Some((Ring::map(event.fd(), pages)?, pages))) else {
+    let first = first_ring_pages();
+    let sizes = std::iter::once(first).chain(RING_PAGES.into_iter().filter(|&p| p < first));
+    let Some((ring, pages)) = sizes.into_iter().find_map(|pages| Some((Ring::map(event.fd(), pages)?, pages))) else {
         refused(tid, "no memory for a ring");
         return;
     };
