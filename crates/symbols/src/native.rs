@@ -247,12 +247,36 @@ impl Library {
 /// An ELF file's own functions: its `.symtab`'s, else its exports (`.dynsym`).
 fn own_functions<'data, R: ReadRef<'data>>(data: R) -> (Table, NativeOrigin) {
     let Ok(elf) = object::File::parse(data) else { return (Table::default(), NativeOrigin::Dynsym) };
+    if !strings_at_hand(&elf, data, false) {
+        return (Table::default(), NativeOrigin::Symtab);
+    }
     let own = elf.symbol_table().map(|symbols| table(symbols.symbols()));
     if let Some(functions) = own.filter(|f| f.len() > 0) {
         return (functions, NativeOrigin::Symtab);
     }
+    if !strings_at_hand(&elf, data, true) {
+        return (Table::default(), NativeOrigin::Dynsym);
+    }
     let exported = elf.dynamic_symbol_table().map(|symbols| table(symbols.symbols())).unwrap_or_default();
     (exported, NativeOrigin::Dynsym)
+}
+
+/// Asks for the whole string table of the symbol table of `elf` (`dynamic`: of its exports) at
+/// once. False while the file's parts lack it (`parts`): its names are then not looked up one by
+/// one in vain, and the next parse has them all. True for bytes in memory.
+fn strings_at_hand<'data, R: ReadRef<'data>>(elf: &object::File<'data, R>, data: R, dynamic: bool) -> bool {
+    use object::read::elf::{ElfFile, FileHeader, SectionHeader};
+    fn of<'data, Elf: FileHeader, R: ReadRef<'data>>(elf: &ElfFile<'data, Elf, R>, data: R, dynamic: bool) -> bool {
+        let symbols = if dynamic { elf.elf_dynamic_symbol_table() } else { elf.elf_symbol_table() };
+        let Ok(strings) = elf.elf_section_table().section(symbols.string_section()) else { return true };
+        let Some((offset, size)) = strings.file_range(elf.endian()) else { return true };
+        data.read_bytes_at(offset, size).is_ok()
+    }
+    match elf {
+        object::File::Elf32(elf) => of(elf, data, dynamic),
+        object::File::Elf64(elf) => of(elf, data, dynamic),
+        _ => true,
+    }
 }
 
 /// The bytes of the ELF file at `path` (None when there is none), read whole: for a debug file
@@ -309,6 +333,9 @@ fn debug_symtab<'data, R: ReadRef<'data>>(data: R, belongs: impl Fn(&object::Fil
     let debug = object::File::parse(data).ok()?;
     if !belongs(&debug) {
         return None;
+    }
+    if !strings_at_hand(&debug, data, false) {
+        return Some(Table::default());
     }
     Some(debug.symbol_table().map(|symbols| table(symbols.symbols())).unwrap_or_default())
 }
