@@ -16,8 +16,11 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// At most this many parses of one file: a well-formed ELF file needs about six.
-const MAX_ROUNDS: usize = 12;
+/// At most this many parses of one file. A well-formed ELF file needs four or five (libc.so.6,
+/// its debug file, mono-sgen): the section headers, the symbol tables, notes and section names,
+/// the symbols' names; more with several note sections before the build-id's. A round costs a
+/// parse of what is held, not a read of the file.
+const MAX_ROUNDS: usize = 32;
 
 /// A file, and the byte ranges of it read so far.
 pub(crate) struct Parts {
@@ -92,8 +95,8 @@ impl Parts {
     }
 
     /// Reads what the last parse lacked (within the file, from a multiple of 8; a part already
-    /// held that it overlaps or touches is read again with it, as one). False when there was
-    /// nothing new to read.
+    /// held that it overlaps is read again with it, as one). False when there was nothing new
+    /// to read.
     fn read_missing(&mut self) -> std::io::Result<bool> {
         let len = self.len;
         let mut wanted: Vec<Range<u64>> = self
@@ -106,12 +109,14 @@ impl Parts {
         if wanted.is_empty() {
             return Ok(false);
         }
-        let touches = |a: &Range<u64>, b: &Range<u64>| a.start <= b.end && b.start <= a.end;
+        // Only a part the new ranges overlap is read again with them: one they merely touch (a
+        // symbol table, and the string table right after it) stays as it is.
+        let overlaps = |a: &Range<u64>, b: &Range<u64>| a.start < b.end && b.start < a.end;
         let mut kept = Vec::with_capacity(self.read.len());
         let mut absorbed = Vec::new();
         for part in self.read.drain(..) {
             let held = part.range();
-            if wanted.iter().any(|w| touches(w, &held)) {
+            if wanted.iter().any(|w| overlaps(w, &held)) {
                 absorbed.push(held);
             } else {
                 kept.push(part);
