@@ -28,8 +28,9 @@
 //! `unsafe` lives where the agent meets the machine: this file's entry points, the CoreCLR hook
 //! trampolines (`coreclr/hooks/x86_64.rs`) and `SetEnterLeaveFunctionHooks3`, the TLS slots
 //! (`tree::threads`, `sampling::slots`), the clock, `gettid`/`pthread_self`, the signal handlers
-//! and `process_vm_readv`/`dladdr` (`sampling`, `signals`, `coreclr::frames`), `atexit`, and
-//! the `dlopen` that keeps an attached agent mapped (`process::stay_loaded`). The COM plumbing
+//! and `process_vm_readv`/`dladdr` (`sampling`, `signals`, `coreclr::frames`, the agent's own
+//! path: `process::own_library`), `atexit`, and the `dlopen` that keeps an attached agent
+//! mapped (`process::stay_loaded`). The COM plumbing
 //! lives in `sonde-clr`, Mono's in `sonde-mono`; the Mono backend has no `unsafe` of its own.
 
 pub mod base;

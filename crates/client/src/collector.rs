@@ -69,7 +69,19 @@ pub struct Collector {
     dir: tempfile::TempDir,
     socket: PathBuf,
     accept: Option<JoinHandle<()>>,
+    /// The sweep of what killed recordings left ([`sweep_stale`]), run beside the program.
+    sweep: Option<JoinHandle<()>>,
     verbose: bool,
+}
+
+impl Drop for Collector {
+    /// The sweep is finished before `sonde` exits (long before, nearly always: it takes a
+    /// millisecond or two, the program far longer).
+    fn drop(&mut self) {
+        if let Some(sweep) = self.sweep.take() {
+            let _ = sweep.join();
+        }
+    }
 }
 
 /// What the other threads of a recording may do with its agents while the collector runs (the
@@ -174,7 +186,8 @@ impl Collector {
     /// user's runtime or temporary directory: an attached process's own temporary directory,
     /// which may be in another mount namespace (`attach`).
     pub fn start_in(parent: Option<&Path>, verbose: bool) -> std::io::Result<Collector> {
-        let dir = private_dir(parent)?;
+        let parent = parent.map(Path::to_path_buf).or_else(runtime_dir).unwrap_or_else(std::env::temp_dir);
+        let dir = private_dir(&parent)?;
         let socket = dir.path().join("agent.sock");
         let listener = UnixListener::bind(&socket)?;
         let agents = Agents {
@@ -187,7 +200,10 @@ impl Collector {
                 .name("sonde-accept".into())
                 .spawn(move || accept_loop(listener, shared, changes, verbose))?
         };
-        Ok(Collector { agents, dir, socket, accept: Some(accept), verbose })
+        // Not on the program's way: reading a busy /tmp costs a millisecond or more, and
+        // nothing here depends on it (a stale directory is another recording's, never ours).
+        let sweep = std::thread::Builder::new().name("sonde-sweep".into()).spawn(move || sweep_stale(&parent)).ok();
+        Ok(Collector { agents, dir, socket, accept: Some(accept), sweep, verbose })
     }
 
     pub fn socket(&self) -> &Path {
@@ -277,13 +293,11 @@ impl Collector {
 /// the temporary directory: `mkdir` with mode 0700 (a umask can only take bits away), then
 /// `chmod 0700` (in case the umask took the owner's too), then a check that it is ours and
 /// private ([`trust::check_private_dir`] — the agent makes the same check before connecting).
-fn private_dir(parent: Option<&Path>) -> std::io::Result<tempfile::TempDir> {
+fn private_dir(parent: &Path) -> std::io::Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     let mut builder = tempfile::Builder::new();
     builder.prefix(SESSION_PREFIX).permissions(std::fs::Permissions::from_mode(0o700));
-    let parent = parent.map(Path::to_path_buf).or_else(runtime_dir).unwrap_or_else(std::env::temp_dir);
-    sweep_stale(&parent);
-    let dir = builder.tempdir_in(&parent)?;
+    let dir = builder.tempdir_in(parent)?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
     trust::check_private_dir(dir.path()).map_err(std::io::Error::other)?;
     std::fs::write(dir.path().join(OWNER_FILE), owner_line())?;

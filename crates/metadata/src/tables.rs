@@ -24,7 +24,10 @@ const METHOD_PTR: usize = 0x05;
 const METHOD_DEF: usize = 0x06;
 const PARAM: usize = 0x08;
 const TYPE_SPEC: usize = 0x1b;
+const ASSEMBLY: usize = 0x20;
 const NESTED_CLASS: usize = 0x29;
+/// The tables names are read from ([`read_for_names`]).
+const NAMING: [usize; 6] = [TYPE_REF, TYPE_DEF, METHOD_DEF, TYPE_SPEC, ASSEMBLY, NESTED_CLASS];
 /// The tables an assembly may hold (0x00–0x2C); anything beyond has an unknown layout here.
 const TABLES: usize = 0x2d;
 
@@ -129,7 +132,12 @@ pub struct Metadata {
     bytes: Vec<u8>,
     strings: (usize, usize),
     blob: (usize, usize),
+    /// Where the tables stream starts.
+    tables_at: usize,
     tables: [Table; TABLES],
+    /// The tables whose rows were read, a bit each: all of them, or those of [`NAMING`] after
+    /// [`read_for_names`]. A cell of another is an error, never the zeros in its place.
+    readable: u64,
 }
 
 pub(crate) fn u16_at(bytes: &[u8], at: usize) -> Result<u16> {
@@ -175,8 +183,14 @@ impl Metadata {
         let (Some(strings), Some((tables_at, tables_end))) = (strings, tables) else {
             return Err(Unreadable("no #Strings or tables stream"));
         };
-        let mut metadata =
-            Metadata { bytes, strings, blob: blob.unwrap_or((0, 0)), tables: [Table::default(); TABLES] };
+        let mut metadata = Metadata {
+            bytes,
+            strings,
+            blob: blob.unwrap_or((0, 0)),
+            tables_at,
+            tables: [Table::default(); TABLES],
+            readable: u64::MAX,
+        };
         metadata.lay_out(tables_at, tables_end)?;
         Ok(metadata)
     }
@@ -245,6 +259,9 @@ impl Metadata {
     /// Column `col` of row `row` (1-based) of `table`.
     fn cell(&self, table: usize, row: u32, col: usize) -> Result<u32> {
         let t = self.tables.get(table).ok_or(Unreadable("table"))?;
+        if self.readable & (1 << table) == 0 {
+            return Err(Unreadable("table not read"));
+        }
         if row == 0 || row > t.rows {
             return Err(Unreadable("row out of range"));
         }
@@ -331,7 +348,6 @@ impl Metadata {
 
     /// The assembly's name (its Assembly row), if the module is an assembly's manifest module.
     pub fn assembly_name(&self) -> Option<String> {
-        const ASSEMBLY: usize = 0x20;
         self.string(self.cell(ASSEMBLY, 1, 7).ok()?).ok().map(str::to_string)
     }
 
@@ -399,6 +415,39 @@ impl TypeNames for Metadata {
             _ => None,
         }
     }
+}
+
+/// The most the metadata root, its stream headers and the tables stream's header (its row
+/// counts) take when they come first, as compilers write them: read before anything else.
+const HEAD: usize = 4096;
+
+/// The metadata of `size` bytes that `read(offset, buf)` fills from its root on, read in part:
+/// the headers, the tables names come from ([`NAMING`]) and the `#Strings` and `#Blob` heaps.
+/// The other tables (attributes, parameters, member references…) and the `#US` heap, half of
+/// CoreLib's 2.7 MB, are never read — nor backed by memory: the buffer is zeroed memory the
+/// kernel provides a page at a time, where written. Their cells are errors. Metadata whose
+/// tables stream does not start in its first 4 KB is read whole.
+pub fn read_for_names(size: usize, read: &mut dyn FnMut(u64, &mut [u8]) -> bool) -> Result<Metadata> {
+    let unread = || Unreadable("cannot read the metadata");
+    let mut bytes = vec![0u8; size];
+    let head = size.min(HEAD);
+    if !read(0, &mut bytes[..head]) {
+        return Err(unread());
+    }
+    let mut metadata = Metadata::parse(bytes)?;
+    // The row counts: at most 64, after a 24-byte header and an optional extra word.
+    if metadata.tables_at + 24 + 64 * 4 + 4 > head {
+        return if read(0, &mut metadata.bytes) { Metadata::parse(metadata.bytes) } else { Err(unread()) };
+    }
+    let rows = |t: &Table| (t.start, t.start + t.rows as usize * t.row_size);
+    let parts = NAMING.iter().map(|&t| rows(&metadata.tables[t])).chain([metadata.strings, metadata.blob]);
+    for (from, to) in parts.collect::<Vec<_>>() {
+        if from < to && !read(from as u64, &mut metadata.bytes[from..to]) {
+            return Err(unread());
+        }
+    }
+    metadata.readable = NAMING.iter().fold(0, |mask, &t| mask | 1 << t);
+    Ok(metadata)
 }
 
 /// Where the metadata of a PE file of `len` bytes lies: its file offset and size, from the CLI
@@ -499,6 +548,32 @@ mod tests {
         assert!(names.iter().any(|(n, _)| n.contains('`')));
         assert!(names.iter().all(|(_, s)| s != UNREADABLE_SIGNATURE));
         assert_eq!(md.assembly_name().as_deref(), Some("mcs"));
+    }
+
+    #[test]
+    fn metadata_read_for_names_names_every_method_as_the_whole_does() {
+        let whole = mcs();
+        let mut reads = 0;
+        let mut read = |offset: u64, buf: &mut [u8]| {
+            reads += buf.len();
+            let at = offset as usize;
+            buf.copy_from_slice(&whole.bytes[at..at + buf.len()]);
+            true
+        };
+        let part = read_for_names(whole.bytes.len(), &mut read).expect("read in part");
+        assert!(reads < whole.bytes.len() * 3 / 4, "{reads} of {} bytes", whole.bytes.len());
+        for row in 1..=whole.tables[METHOD_DEF].rows {
+            let method = token::METHOD_DEF | row;
+            assert_eq!(part.method_name_and_signature(method), whole.method_name_and_signature(method));
+        }
+        for row in 1..=whole.tables[TYPE_DEF].rows {
+            assert_eq!(part.type_name(token::TYPE_DEF | row), whole.type_name(token::TYPE_DEF | row));
+        }
+        assert_eq!(part.assembly_name(), whole.assembly_name());
+        // A table that was not read: an error, not the zeros in its place.
+        assert_eq!(part.cell(PARAM, 1, 2), Err(Unreadable("table not read")));
+        assert!(whole.cell(PARAM, 1, 2).is_ok());
+        assert!(read_for_names(whole.bytes.len(), &mut |_, _| false).is_err());
     }
 
     #[test]

@@ -17,6 +17,7 @@
 mod bytes;
 mod mdb;
 mod native;
+mod parts;
 mod pe;
 mod ppdb;
 

@@ -5,11 +5,14 @@
 //!
 //! A debug file is used only when it provably belongs to the library: the same build-id, or —
 //! when the library has none — the CRC-32 its debuglink records. A stale one would name the
-//! wrong functions. Files are read whole, once, up to 256 MiB each. An image no file holds (the
-//! vDSO) is read from a copy of its memory ([`NativeSymbols::from_image`]).
+//! wrong functions. Of a file only the parts the tables need are read (`parts`: the headers,
+//! notes, symbol and string tables), up to 256 MiB each; a debug file matched by its CRC-32 is
+//! read whole. An image no file holds (the vDSO) is read from a copy of its memory
+//! ([`NativeSymbols::from_image`]).
 
-use crate::Error;
-use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable, SymbolKind};
+use crate::parts::Parts;
+use crate::{Error, MAX_SYMBOL_FILE};
+use object::{Object, ObjectSegment, ObjectSymbol, ObjectSymbolTable, ReadRef, SymbolKind};
 use std::path::{Path, PathBuf};
 
 /// Where debug files are installed (Debian's `*-dbg` packages, Fedora's `debuginfo`).
@@ -50,12 +53,47 @@ struct Function {
 }
 
 /// A symbol as read, before the best of several at one address is chosen.
-struct Candidate {
+struct Candidate<'a> {
     start: u64,
     size: u64,
-    name: String,
+    name: &'a str,
     /// Lower is preferred at one address: global, then weak, then local.
     rank: u8,
+}
+
+/// One function per address, the best symbol's, with the names in one string: what a symbol
+/// table gave, owned (the file's bytes it was read from are gone).
+#[derive(Default)]
+struct Table {
+    functions: Vec<Function>,
+    names: String,
+}
+
+impl Table {
+    fn of(read: Vec<Candidate<'_>>) -> Table {
+        // At one address: by rank, then the shortest name, then the table's order.
+        let mut order: Vec<u32> = (0..read.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| {
+            let c = &read[i as usize];
+            (c.start, c.rank, c.name.len(), i)
+        });
+        order.dedup_by_key(|&mut i| read[i as usize].start);
+        let mut names = String::with_capacity(order.iter().map(|&i| read[i as usize].name.len()).sum());
+        let functions = order
+            .into_iter()
+            .map(|i| {
+                let c = &read[i as usize];
+                let at = names.len() as u32;
+                names.push_str(c.name);
+                Function { start: c.start, size: c.size, name: (at, c.name.len() as u32) }
+            })
+            .collect();
+        Table { functions, names }
+    }
+
+    fn len(&self) -> usize {
+        self.functions.len()
+    }
 }
 
 impl NativeSymbols {
@@ -65,13 +103,22 @@ impl NativeSymbols {
         NativeSymbols::open_with(path, Path::new(DEBUG_ROOT))
     }
 
-    /// As [`NativeSymbols::open`], with debug files under `debug_root`.
+    /// As [`NativeSymbols::open`], with debug files under `debug_root`. Only the parts of the
+    /// files that the tables need are read (`parts`).
     pub fn open_with(path: &Path, debug_root: &Path) -> Result<NativeSymbols, Error> {
-        let bytes = read_elf(path)?.ok_or_else(|| Error::Io {
-            path: path.to_owned(),
-            error: std::io::Error::from(std::io::ErrorKind::NotFound),
-        })?;
-        NativeSymbols::parse(&bytes, path, Some(path), debug_root)
+        let io = |error| Error::Io { path: path.to_owned(), error };
+        let mut parts = Parts::open(path, MAX_SYMBOL_FILE).map_err(io)?;
+        let library = parts.parse(|parts| Library::read(parts, path)).map_err(io)??;
+        if let Some((debug, functions)) = debug_functions(&library, Some(path), debug_root) {
+            return Ok(NativeSymbols::new(
+                functions,
+                library.first_load,
+                library.build_id,
+                NativeOrigin::DebugFile(debug),
+            ));
+        }
+        let (functions, origin) = parts.parse(|parts| own_functions(parts)).map_err(io)?;
+        Ok(NativeSymbols::new(functions, library.first_load, library.build_id, origin))
     }
 
     /// The functions of an ELF image that exists only in memory, copied into `image` — the
@@ -79,39 +126,16 @@ impl NativeSymbols {
     /// included) and which no file holds. `name` is for errors. A debug file is looked for by
     /// build-id only (there is no directory for a debuglink).
     pub fn from_image(image: &[u8], name: &str) -> Result<NativeSymbols, Error> {
-        NativeSymbols::parse(image, Path::new(name), None, Path::new(DEBUG_ROOT))
+        let library = Library::read(image, Path::new(name))?;
+        let (functions, origin) = match debug_functions(&library, None, Path::new(DEBUG_ROOT)) {
+            Some((debug, functions)) => (functions, NativeOrigin::DebugFile(debug)),
+            None => own_functions(image),
+        };
+        Ok(NativeSymbols::new(functions, library.first_load, library.build_id, origin))
     }
 
-    /// The functions of the ELF file `bytes`, read from `path` (None: from memory, named `name`).
-    fn parse(bytes: &[u8], name: &Path, path: Option<&Path>, debug_root: &Path) -> Result<NativeSymbols, Error> {
-        let elf = object::File::parse(bytes).map_err(|_| damaged(name, "not an ELF file"))?;
-        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
-        let first_load =
-            elf.segments().map(|s| s.address()).min().ok_or_else(|| damaged(name, "no loadable segment"))?;
-        if let Some((debug, functions)) = debug_functions(&elf, path, debug_root, build_id.as_deref()) {
-            return Ok(NativeSymbols::new(functions, first_load, build_id, NativeOrigin::DebugFile(debug)));
-        }
-        let own = elf.symbol_table().map(|table| candidates(table.symbols()));
-        if let Some(functions) = own.filter(|f| !f.is_empty()) {
-            return Ok(NativeSymbols::new(functions, first_load, build_id, NativeOrigin::Symtab));
-        }
-        let exported = elf.dynamic_symbol_table().map(|table| candidates(table.symbols())).unwrap_or_default();
-        Ok(NativeSymbols::new(exported, first_load, build_id, NativeOrigin::Dynsym))
-    }
-
-    fn new(mut read: Vec<Candidate>, first_load: u64, build_id: Option<Vec<u8>>, origin: NativeOrigin) -> Self {
-        read.sort_by_key(|c| (c.start, c.rank, c.name.len()));
-        read.dedup_by_key(|c| c.start);
-        let mut names = String::new();
-        let functions = read
-            .into_iter()
-            .map(|c| {
-                let at = names.len() as u32;
-                names.push_str(&c.name);
-                Function { start: c.start, size: c.size, name: (at, c.name.len() as u32) }
-            })
-            .collect();
-        NativeSymbols { functions, names, first_load, build_id, origin }
+    fn new(table: Table, first_load: u64, build_id: Option<Vec<u8>>, origin: NativeOrigin) -> Self {
+        NativeSymbols { functions: table.functions, names: table.names, first_load, build_id, origin }
     }
 
     /// The function containing `address` (an address in the file's own layout: a loaded
@@ -163,8 +187,13 @@ fn damaged(path: &Path, reason: &'static str) -> Error {
     Error::Damaged { path: path.to_owned(), reason }
 }
 
-/// Function symbols with an address, best first at each address after sorting.
-fn candidates<'a>(symbols: impl Iterator<Item = impl ObjectSymbol<'a>>) -> Vec<Candidate> {
+/// The table of the function symbols with an address.
+fn table<'a>(symbols: impl Iterator<Item = impl ObjectSymbol<'a>>) -> Table {
+    Table::of(candidates(symbols))
+}
+
+/// Function symbols with an address.
+fn candidates<'a>(symbols: impl Iterator<Item = impl ObjectSymbol<'a>>) -> Vec<Candidate<'a>> {
     let mut found = Vec::new();
     for symbol in symbols {
         if found.len() == MAX_FUNCTIONS {
@@ -185,42 +214,92 @@ fn candidates<'a>(symbols: impl Iterator<Item = impl ObjectSymbol<'a>>) -> Vec<C
             2
         };
         let name = match name.char_indices().nth(MAX_NAME) {
-            Some((cut, _)) => name[..cut].to_string(),
-            None => name.to_string(),
+            Some((cut, _)) => &name[..cut],
+            None => name,
         };
         found.push(Candidate { start: symbol.address(), size: symbol.size(), name, rank });
     }
     found
 }
 
-/// The bytes of the ELF file at `path` (None when there is none). Read whole, once: parsing
-/// from memory reads each symbol name without a system call, which took thousands of small
-/// reads (tens of milliseconds for glibc's debug file) through a read cache. Bounded like every
-/// symbol file (256 MiB); a larger file is an error and its library is named by what remains.
+/// What an ELF file's headers say of it: where it is loaded, its build-id, and the debug file
+/// its `.gnu_debuglink` names (a plain file name, with the CRC-32 of that file).
+struct Library {
+    first_load: u64,
+    build_id: Option<Vec<u8>>,
+    link: Option<(String, u32)>,
+}
+
+impl Library {
+    fn read<'data, R: ReadRef<'data>>(data: R, name: &Path) -> Result<Library, Error> {
+        let elf = object::File::parse(data).map_err(|_| damaged(name, "not an ELF file"))?;
+        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let first_load =
+            elf.segments().map(|s| s.address()).min().ok_or_else(|| damaged(name, "no loadable segment"))?;
+        let link = elf.gnu_debuglink().ok().flatten().and_then(|(link, crc)| {
+            let link = std::str::from_utf8(link).ok().filter(|n| !n.is_empty() && !n.contains('/'))?;
+            Some((link.to_string(), crc))
+        });
+        Ok(Library { first_load, build_id, link })
+    }
+}
+
+/// An ELF file's own functions: its `.symtab`'s, else its exports (`.dynsym`).
+fn own_functions<'data, R: ReadRef<'data>>(data: R) -> (Table, NativeOrigin) {
+    let Ok(elf) = object::File::parse(data) else { return (Table::default(), NativeOrigin::Dynsym) };
+    if !strings_at_hand(&elf, data, false) {
+        return (Table::default(), NativeOrigin::Symtab);
+    }
+    let own = elf.symbol_table().map(|symbols| table(symbols.symbols()));
+    if let Some(functions) = own.filter(|f| f.len() > 0) {
+        return (functions, NativeOrigin::Symtab);
+    }
+    if !strings_at_hand(&elf, data, true) {
+        return (Table::default(), NativeOrigin::Dynsym);
+    }
+    let exported = elf.dynamic_symbol_table().map(|symbols| table(symbols.symbols())).unwrap_or_default();
+    (exported, NativeOrigin::Dynsym)
+}
+
+/// Asks for the whole string table of the symbol table of `elf` (`dynamic`: of its exports) at
+/// once. False while the file's parts lack it (`parts`): its names are then not looked up one by
+/// one in vain, and the next parse has them all. True for bytes in memory.
+fn strings_at_hand<'data, R: ReadRef<'data>>(elf: &object::File<'data, R>, data: R, dynamic: bool) -> bool {
+    use object::read::elf::{ElfFile, FileHeader, SectionHeader};
+    fn of<'data, Elf: FileHeader, R: ReadRef<'data>>(elf: &ElfFile<'data, Elf, R>, data: R, dynamic: bool) -> bool {
+        let symbols = if dynamic { elf.elf_dynamic_symbol_table() } else { elf.elf_symbol_table() };
+        let Ok(strings) = elf.elf_section_table().section(symbols.string_section()) else { return true };
+        let Some((offset, size)) = strings.file_range(elf.endian()) else { return true };
+        data.read_bytes_at(offset, size).is_ok()
+    }
+    match elf {
+        object::File::Elf32(elf) => of(elf, data, dynamic),
+        object::File::Elf64(elf) => of(elf, data, dynamic),
+        _ => true,
+    }
+}
+
+/// The bytes of the ELF file at `path` (None when there is none), read whole: for a debug file
+/// matched by its CRC-32, and for [`instrumented_functions`], which reads the code too. Bounded
+/// like every symbol file (256 MiB); a larger file is an error and its library is named by what
+/// remains.
 fn read_elf(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     crate::read_symbol_file(path)
 }
 
-/// The `.symtab` functions of the separate debug file of `elf` (read from `path`, None: from
+/// The `.symtab` functions of the separate debug file of `library` (read from `path`, None: from
 /// memory) that provably belongs to it, with the debug file's path: by build-id under
 /// `debug_root`, else by the name its `.gnu_debuglink` gives, beside the library, in its
 /// `.debug/` directory or under `debug_root` + its directory, matched by build-id or, when the
 /// library has none, by the debuglink's CRC-32. `path` must be the file's real path (a symlink's
 /// directory, or `/proc/self/exe`'s, is not where its debug file is).
-fn debug_functions<'data>(
-    elf: &object::File<'data, &'data [u8]>,
-    path: Option<&Path>,
-    debug_root: &Path,
-    build_id: Option<&[u8]>,
-) -> Option<(PathBuf, Vec<Candidate>)> {
+fn debug_functions(library: &Library, path: Option<&Path>, debug_root: &Path) -> Option<(PathBuf, Table)> {
     let mut places = Vec::new();
-    if let Some(id) = build_id.filter(|id| id.len() >= 2) {
+    if let Some(id) = library.build_id.as_deref().filter(|id| id.len() >= 2) {
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
         places.push(debug_root.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..])));
     }
-    let link = elf.gnu_debuglink().ok().flatten();
-    if let Some((name, _)) = link
-        && let Some(name) = std::str::from_utf8(name).ok().filter(|n| !n.is_empty() && !n.contains('/'))
+    if let Some((name, _)) = &library.link
         && let Some(dir) = path.and_then(Path::parent)
     {
         places.push(dir.join(name));
@@ -230,16 +309,35 @@ fn debug_functions<'data>(
         }
     }
     places.into_iter().find_map(|candidate| {
-        let bytes = read_elf(&candidate).ok().flatten()?;
-        let debug = object::File::parse(&*bytes).ok()?;
-        let belongs = match build_id {
-            // A library with a build-id is matched by it, whatever file names it.
-            Some(id) => debug.build_id().ok().flatten() == Some(id),
-            None => link.is_some_and(|(_, crc)| crc32fast::hash(&bytes) == crc),
+        let functions = match (&library.build_id, &library.link) {
+            // A library with a build-id is matched by it, whatever file names it: only the
+            // debug file's headers, notes and symbol table are read.
+            (Some(id), _) => {
+                let mut parts = Parts::open(&candidate, MAX_SYMBOL_FILE).ok()?;
+                parts.parse(|parts| debug_symtab(parts, |debug| debug.build_id().ok().flatten() == Some(id))).ok()??
+            }
+            // Else by the CRC-32 of the whole file.
+            (None, Some((_, crc))) => {
+                let bytes = read_elf(&candidate).ok().flatten()?;
+                let belongs = crc32fast::hash(&bytes) == *crc;
+                debug_symtab(&*bytes, |_| belongs)?
+            }
+            (None, None) => return None,
         };
-        let functions = debug.symbol_table().map(|table| candidates(table.symbols())).unwrap_or_default();
-        (belongs && !functions.is_empty()).then_some((candidate, functions))
+        (functions.len() > 0).then_some((candidate, functions))
     })
+}
+
+/// The `.symtab` functions of a debug file, if `belongs` says it is the library's.
+fn debug_symtab<'data, R: ReadRef<'data>>(data: R, belongs: impl Fn(&object::File<'data, R>) -> bool) -> Option<Table> {
+    let debug = object::File::parse(data).ok()?;
+    if !belongs(&debug) {
+        return None;
+    }
+    if !strings_at_hand(&debug, data, false) {
+        return Some(Table::default());
+    }
+    Some(debug.symbol_table().map(|symbols| table(symbols.symbols())).unwrap_or_default())
 }
 
 /// Whether the ELF file at `path` imports (references without defining) one of `names` from its
@@ -249,14 +347,14 @@ fn debug_functions<'data>(
 /// headers and the dynamic symbol table are read, not the whole file (a runtime's libraries, and
 /// the managed images a .NET process maps, are megabytes each).
 pub fn imports_any(path: &Path, names: &[&str]) -> bool {
-    // Never opened unless a regular file: opening a FIFO would block.
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return false;
-    }
-    let Ok(file) = std::fs::File::open(path) else { return false };
-    let cache = object::ReadCache::new(file);
-    let Ok(elf) = object::File::parse(&cache) else { return false };
-    elf.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| names.contains(&n)))
+    // A regular file only, opened without blocking (a FIFO would block).
+    let Ok(mut parts) = Parts::open(path, MAX_SYMBOL_FILE) else { return false };
+    parts
+        .parse(|parts| {
+            let Ok(elf) = object::File::parse(parts) else { return false };
+            elf.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| names.contains(&n)))
+        })
+        .unwrap_or(false)
 }
 
 /// The compiler's function-entry hook (`-finstrument-functions`).
@@ -417,11 +515,11 @@ mod tests {
     #[test]
     fn addresses_outside_a_sized_function_are_not_named() {
         let symbols = NativeSymbols::new(
-            vec![
-                Candidate { start: 0x1000, size: 0x10, name: "a".into(), rank: 0 },
-                Candidate { start: 0x1000, size: 0x10, name: "__a_alias".into(), rank: 2 },
-                Candidate { start: 0x2000, size: 0, name: "b".into(), rank: 0 },
-            ],
+            Table::of(vec![
+                Candidate { start: 0x1000, size: 0x10, name: "__a_alias", rank: 2 },
+                Candidate { start: 0x1000, size: 0x10, name: "a", rank: 0 },
+                Candidate { start: 0x2000, size: 0, name: "b", rank: 0 },
+            ]),
             0,
             None,
             NativeOrigin::Symtab,

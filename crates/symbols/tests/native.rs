@@ -135,3 +135,26 @@ fn instrumented_programs_are_told_by_their_imports() {
     assert!(!sonde_symbols::imports_any(std::path::Path::new("/nonexistent"), &hooks));
     assert!(!sonde_symbols::imports_any(std::path::Path::new("/dev/null"), &hooks));
 }
+
+/// Only the parts of a file its tables need are read (the headers, notes, symbol and string
+/// tables: a few hundred kilobytes of glibc's 4 MB debug file): the functions are the same as
+/// from the whole file held in memory, for a library named from its debug file, one named from
+/// its exports, and a program with its own `.symtab`.
+#[test]
+fn reading_only_the_tables_names_what_the_whole_file_names() {
+    let exe = std::env::current_exe().unwrap();
+    let runtime = std::env::var("SONDE_DOTNET").ok().and_then(|dotnet| {
+        let shared = Path::new(&dotnet).parent()?.join("shared/Microsoft.NETCore.App");
+        Some(std::fs::read_dir(shared).ok()?.flatten().next()?.path().join("libcoreclr.so"))
+    });
+    let libraries = [Path::new("/lib/x86_64-linux-gnu/libc.so.6"), Path::new("/lib64/ld-linux-x86-64.so.2"), &exe];
+    for path in libraries.iter().copied().chain(runtime.as_deref().filter(|p| p.exists())) {
+        let parts = NativeSymbols::open(path).unwrap();
+        let whole = NativeSymbols::from_image(&std::fs::read(path).unwrap(), "whole").unwrap();
+        let listed = |s: &NativeSymbols| s.functions().map(|(a, n, name)| (a, n, name.to_string())).collect::<Vec<_>>();
+        assert!(!parts.is_empty(), "{}", path.display());
+        assert_eq!(listed(&parts), listed(&whole), "{}", path.display());
+        assert_eq!(parts.build_id(), whole.build_id(), "{}", path.display());
+        assert_eq!(parts.load_bias(0x7f00_0000_0000), whole.load_bias(0x7f00_0000_0000), "{}", path.display());
+    }
+}

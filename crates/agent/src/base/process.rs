@@ -79,10 +79,39 @@ pub fn open_private(path: &std::path::Path, append: bool) -> std::io::Result<std
     options.create(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
 }
 
-/// The file this agent library was loaded from: the mapping of `/proc/self/maps` that holds
-/// this very function's code.
+/// The file this agent library was loaded from: the path the runtime gave the dynamic loader
+/// (`dladdr`, absolute), else the mapping of `/proc/self/maps` that holds this very function's
+/// code. `dladdr` first: `/proc/self/maps` of a starting .NET process is a few hundred lines the
+/// kernel formats on the program's start path.
 pub fn own_library() -> Option<std::path::PathBuf> {
     let here = own_library as fn() -> Option<std::path::PathBuf> as usize;
+    loaded_from(here).or_else(|| mapped_from(here))
+}
+
+/// The path the dynamic loader opened the library holding `address` by, when it is an absolute
+/// one and not the main program's (which the loader names by `argv[0]`).
+fn loaded_from(address: usize) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: dladdr only reads the loader's tables and fills `info`; getauxval only reads the
+    // auxiliary vector.
+    let (info, main) = unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let mut main: libc::Dl_info = std::mem::zeroed();
+        let found = libc::dladdr(address as *const libc::c_void, &mut info) != 0 && !info.dli_fname.is_null();
+        let program = libc::getauxval(libc::AT_PHDR) as *const libc::c_void;
+        (found.then_some(info)?, (libc::dladdr(program, &mut main) != 0).then_some(main.dli_fbase))
+    };
+    if main == Some(info.dli_fbase) {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string of a loaded object (checked non-null above), copied at once.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    path.is_absolute().then(|| path.to_path_buf())
+}
+
+/// The file mapped at `address`, from `/proc/self/maps`.
+fn mapped_from(here: usize) -> Option<std::path::PathBuf> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines().find_map(|line| {
         let mut fields = line.split_whitespace();
@@ -135,9 +164,15 @@ pub fn stay_loaded() -> bool {
 mod tests {
     #[test]
     fn the_library_holding_this_code_is_found() {
-        // In a test, "the library" is the test executable itself.
+        // In a test, "the library" is the test executable itself: the main program, which the
+        // loader names by argv[0], so found in the mappings.
         let found = super::own_library().unwrap();
         assert_eq!(found, std::env::current_exe().unwrap());
+        let here = super::own_library as fn() -> Option<std::path::PathBuf> as usize;
+        assert_eq!(super::loaded_from(here), None);
+        // A library: by the path the loader opened it by.
+        let libc = super::loaded_from(libc::getpid as *const () as usize).expect("libc, by its path");
+        assert!(libc.is_absolute() && libc.to_string_lossy().contains("libc.so"), "{}", libc.display());
     }
 
     #[test]

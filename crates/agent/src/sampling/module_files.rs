@@ -1,9 +1,9 @@
 //! The metadata of the files that sampled methods' modules were loaded from, read once per module
-//! on the drain thread, to name those methods without asking the runtime (both backends: see
-//! `sonde_metadata::tables` for why).
+//! on the drain thread — the parts names are made of — to name those methods without asking the
+//! runtime (both backends: see `sonde_metadata::tables` for why).
 
 use sonde_metadata::MethodNames;
-use sonde_metadata::tables::{Metadata, pe_metadata_range};
+use sonde_metadata::tables::{Metadata, pe_metadata_range, read_for_names};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Sampled methods named from their module's file, and by the runtime (no readable file).
@@ -89,11 +89,8 @@ impl ModuleFile {
         if size > MAX_METADATA {
             return None;
         }
-        let mut bytes = vec![0u8; size];
-        if !read(offset, &mut bytes) {
-            return None;
-        }
-        let metadata = Metadata::parse(bytes).ok()?;
+        // Only what names are made of: about half of it (`read_for_names`).
+        let metadata = read_for_names(size, &mut |at, buf| read(offset + at, buf)).ok()?;
         let assembly = assembly.or_else(|| metadata.assembly_name()).unwrap_or_default();
         Some(ModuleFile { module: sonde_metadata::module_file_name(path), path: path.to_string(), assembly, metadata })
     }
