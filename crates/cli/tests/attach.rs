@@ -31,12 +31,18 @@ fn attach_args(pid: u32, file: &Path) -> Vec<OsString> {
 
 /// The thread names of process `pid`, and how many perf_event descriptors it holds.
 fn threads_and_timers(pid: u32) -> (Vec<String>, usize) {
-    let timers = std::fs::read_dir(format!("/proc/{pid}/fd"))
+    let descriptors = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .flatten()
         .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("perf_event")))
         .count();
-    (thread_names(pid), timers)
+    // The kernel's sampler keeps no descriptor: its events live as long as their rings' mappings.
+    let rings = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("perf_event"))
+        .count();
+    (thread_names(pid), descriptors + rings)
 }
 
 /// The checks every attached profile of Service.exe passes: attached and detached, sampled, and

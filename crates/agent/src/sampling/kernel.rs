@@ -26,7 +26,7 @@ use super::common::interval_ns;
 use super::perf_event::{self, Attr, Event, Ring, Sample};
 use super::ring::FLAG_TRUNCATED;
 use super::slots;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 
 /// Bytes of the stack each sample copies (the leaf's return address is within them unless
 /// the leaf is in a prologue that just reserved a large frame).
@@ -45,11 +45,12 @@ fn first_ring_pages() -> usize {
 /// Work-word changes kept per thread between two drains (one per sample at most).
 const LOG: usize = 128;
 
-/// Per slot: the thread's event and ring, and its log of work-word changes.
+/// Per slot: the thread's ring, and its log of work-word changes.
 struct PerThread {
-    /// The event's descriptor (-1: none).
-    fd: AtomicI32,
-    /// The event's ring (null: none): a leaked `Box<Ring>`, freed with the event.
+    /// The event's ring (null: none): a leaked `Box<Ring>`. The mapping is all that keeps the
+    /// event: its descriptor is closed as soon as the ring is mapped (no descriptor of the
+    /// program's table is taken, none can be closed or reused under us), and unmapping the
+    /// ring ends the event.
     ring: AtomicPtr<Ring>,
     /// The slot generation the event was opened in.
     generation: AtomicU32,
@@ -76,7 +77,6 @@ struct WorkLog {
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: PerThread = PerThread {
-    fd: AtomicI32::new(-1),
     ring: AtomicPtr::new(std::ptr::null_mut()),
     generation: AtomicU32::new(0),
     last_count: AtomicU64::new(0),
@@ -164,7 +164,7 @@ pub(super) fn registered(index: usize, tid: u32) {
     SMALLEST_RING.fetch_min(pages as u32, Relaxed);
     state.generation.store(slot.generation.load(Acquire), Release);
     state.ring.store(Box::into_raw(Box::new(ring)), Release);
-    state.fd.store(event.into_raw(), Release);
+    drop(event); // the mapping keeps the event
 }
 
 fn refused(tid: u32, why: &str) {
@@ -178,17 +178,13 @@ pub fn refused_threads() -> u64 {
     REFUSED.load(Relaxed)
 }
 
-/// Closes a slot's event and ring. Only once its thread is gone, or no thread can read the ring's
-/// head any more (see [`stop`]).
+/// Unmaps a slot's ring, which ends its event. Only once its thread is gone, or no thread can
+/// read the ring's head any more (see [`stop`]).
 fn close(state: &PerThread) {
     let ring = state.ring.swap(std::ptr::null_mut(), AcqRel);
     if !ring.is_null() {
         // SAFETY: a `Box<Ring>` leaked by `registered`, swapped out: freed once.
         drop(unsafe { Box::from_raw(ring) });
-    }
-    let fd = state.fd.swap(-1, AcqRel);
-    if fd >= 0 {
-        drop(Event::from_raw(fd));
     }
 }
 
@@ -197,7 +193,7 @@ fn close(state: &PerThread) {
 pub(super) fn close_freed() {
     for (index, slot) in slots::used().iter().enumerate() {
         let state = &THREADS[index];
-        if state.fd.load(Acquire) >= 0 && state.generation.load(Acquire) != slot.generation.load(Acquire) {
+        if !state.ring.load(Acquire).is_null() && state.generation.load(Acquire) != slot.generation.load(Acquire) {
             let _registering = slots::REGISTERING.lock().unwrap_or_else(|e| e.into_inner());
             if state.generation.load(Acquire) != slot.generation.load(Acquire) {
                 close(state);
@@ -206,30 +202,13 @@ pub(super) fn close_freed() {
     }
 }
 
-/// Pauses (`true`) or resumes every thread's event: while paused, nothing is counted or written.
-pub(super) fn set_paused(paused: bool) {
-    for state in &THREADS[..slots::used().len()] {
-        let fd = state.fd.load(Acquire);
-        if fd >= 0 {
-            if paused { perf_event::disable(fd) } else { perf_event::enable(fd) }
-        }
-    }
-}
-
-/// Stops for good (a detach): every event stops, then, once no thread can be reading a ring's
-/// head any more ([`work_changed`] takes nanoseconds), every ring and event is closed. The
-/// drain took the samples before (`sampling::stop`).
+/// Stops for good (a detach): once no thread can be reading a ring's head any more
+/// ([`work_changed`] takes nanoseconds), every ring is unmapped, which ends its event. The drain
+/// took the samples before (`sampling::stop`).
 pub(super) fn stop() {
     RUNNING.store(false, Release);
-    let used = slots::used().len();
-    for state in &THREADS[..used] {
-        let fd = state.fd.load(Acquire);
-        if fd >= 0 {
-            perf_event::disable(fd);
-        }
-    }
     std::thread::sleep(std::time::Duration::from_millis(20));
-    for state in &THREADS[..used] {
+    for state in &THREADS[..slots::used().len()] {
         close(state);
     }
 }
@@ -309,6 +288,12 @@ pub(super) fn drain_slot(
             read += 1;
         }
         let ran = record.count.saturating_sub(state.last_count.swap(record.count, Relaxed));
+        if super::common::PAUSED.load(Relaxed) {
+            // Collection paused (`sampling::set_paused`): the kernel still writes (the event has
+            // no descriptor left to disable it with); the sample is dropped, its time with it.
+            state.carry_ns.store(0, Relaxed);
+            return;
+        }
         let pending = state.carry_ns.load(Relaxed).saturating_add(ran.min(i64::MAX as u64) as i64);
         let periods = ((pending + interval / 2) / interval).max(1);
         state.carry_ns.store(pending - periods * interval, Relaxed);

@@ -110,10 +110,12 @@ pub fn totals() -> (u64, Losses) {
 /// Pauses (`true`) or resumes collection: while paused, a sample interrupts its thread only for
 /// the handler to return (the timers keep their rhythm; nothing is walked or recorded).
 pub fn set_paused(paused: bool) {
-    common::PAUSED.store(paused, Relaxed);
     if sampler() == Some(Sampler::Kernel) {
-        kernel::set_paused(paused);
+        // The kernel's rings hold samples from before: they go in (pausing), or are dropped
+        // (resuming) before the switch.
+        drain::drain();
     }
+    common::PAUSED.store(paused, Relaxed);
 }
 
 /// Stops sampling for good, leaving the process as it was before sampling started (a detach:

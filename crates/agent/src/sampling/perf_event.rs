@@ -18,7 +18,6 @@ const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
 const ATTR_EXCLUDE_HV: u64 = 1 << 6;
 const ATTR_EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
 
@@ -114,11 +113,6 @@ impl Event {
         std::mem::forget(self);
         fd
     }
-
-    /// Takes back a descriptor [`Event::into_raw`] gave.
-    pub fn from_raw(fd: libc::c_int) -> Event {
-        Event(fd)
-    }
 }
 
 impl Drop for Event {
@@ -138,12 +132,6 @@ pub fn refresh(fd: libc::c_int, overflows: libc::c_int) {
 pub fn disable(fd: libc::c_int) {
     // SAFETY: an ioctl on an event descriptor of ours.
     unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) };
-}
-
-/// Starts event `fd` counting and sampling again.
-pub fn enable(fd: libc::c_int) {
-    // SAFETY: an ioctl on an event descriptor of ours.
-    unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) };
 }
 
 /// The byte offsets of `data_head` and `data_tail` in `struct perf_event_mmap_page`.
