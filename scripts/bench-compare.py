@@ -36,7 +36,7 @@ controller and the program with the agent's threads; for perf, perf itself), eac
 and this agent against the other, as the median of each round's ratio (both ran in that round).
 
 Usage: scripts/bench-compare.py [--agent OLD/libsonde_agent.so] [--workloads loop,trivial,mcs,roslyn]
-                                [--rounds 15] [--rate 1000] [--millions 400] [--markdown]
+                                [--rounds 15] [--rate 1000] [--millions 2000] [--markdown]
 `--markdown` prints the table for BENCHMARKS.md with the date, the commit and the exact command.
 Needs: cargo build --release; scripts/setup.sh (SONDE_DOTNET, SONDE_MCS, Roslyn in target/roslyn);
 /usr/lib/mono/4.5 (Debian's mono-mcs) for mcs.exe; `perf` (Debian's linux-perf). Keep the other
@@ -219,7 +219,7 @@ def main():
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, of " + ",".join(WORKLOADS))
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--rate", type=int, default=1000, help="Sonde's and perf's rate, Hz (EventPipe's is 1 kHz)")
-    ap.add_argument("--millions", type=int, default=400, help="the loop's iterations, millions")
+    ap.add_argument("--millions", type=int, default=2000, help="the loop's iterations, millions (2000: ~5 s, so that start-up is a small part)")
     ap.add_argument("--markdown", action="store_true", help="print the table for BENCHMARKS.md")
     # The one-program form BENCHMARKS.md's earlier sections ran (`--program mcs`): that workload.
     ap.add_argument("--program", choices=["mcs", "trivial"], help=argparse.SUPPRESS)

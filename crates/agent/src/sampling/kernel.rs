@@ -531,16 +531,17 @@ fn join(frames: &mut Vec<u64>, walked: &[u64], complete: bool, leaf: Leaf) -> Op
     Some(rest_from)
 }
 
-/// The drain's period while the kernel's sampler runs: rings must not fill between two passes.
-/// A sample takes the stack's copy and up to 1 KB of chain: half the smallest ring's worth of
-/// samples that size.
+/// The drain's period while the kernel's sampler runs (`normal`: the signal sampler's, whose
+/// rings ring a doorbell when half full): as long as rings allow — the time 3/8 of the smallest
+/// ring takes to fill with samples of the stack's copy and 1 KB of chain (32 ms at 1 kHz, 0.3 s
+/// at 97 Hz) —, at most a second. Each wake-up costs the drain more than a few samples do.
 pub(super) fn drain_period(normal: std::time::Duration) -> std::time::Duration {
     if !running() {
         return normal;
     }
     let bytes = SMALLEST_RING.load(Relaxed) as u64 * 4096;
-    let samples = (bytes / 2 / (u64::from(STACK_COPY) + 1024)).max(1);
-    normal.min(std::time::Duration::from_nanos(interval_ns().saturating_mul(samples)))
+    let samples = (bytes * 3 / 8 / (u64::from(STACK_COPY) + 1024)).max(1);
+    std::time::Duration::from_nanos(interval_ns().saturating_mul(samples)).min(std::time::Duration::from_secs(1))
 }
 
 #[cfg(test)]
