@@ -151,6 +151,11 @@ impl HeapSnapshot {
         self.edges[range].iter().enumerate().map(move |(i, &to)| (to, fields.map_or(NONE, |f| f[i])))
     }
 
+    /// Whether the references carry field names (a field index per reference).
+    pub fn has_field_names(&self) -> bool {
+        self.edge_fields.is_some()
+    }
+
     /// The field name for a field index, if it has one.
     pub fn field_name(&self, field: u32) -> Option<&str> {
         self.fields.get(field as usize).map(String::as_str)
