@@ -53,13 +53,15 @@ fn run(target: usize) {
     let start = Instant::now();
     let analysis = Analysis::new(&heap, TreeLimits::default());
     let dominators = start.elapsed();
+    let analysis_peak = vm_kb("VmHWM:");
     let start = Instant::now();
     let report = HeapReport::new(&heap, &analysis, None);
     let top_type = report.types[0].name.clone();
     let index = PathIndex::new(&heap);
     let groups = index.groups(&heap, heap.type_named(&top_type).expect("a type of the heap"));
     let paths = start.elapsed();
-    let peak = vm_kb("VmHWM:");
+    let peak = vm_kb("VmHWM:").max(analysis_peak);
+    println!("  peaks: dominators and retained sizes {} MB, paths {} MB", analysis_peak / 1024, vm_kb("VmHWM:") / 1024);
     println!(
         "  dominators + retained sizes + by type + top of the tree: {:.2} s; paths (walk + groups of {}): {:.2} s; \
          total {:.2} s",

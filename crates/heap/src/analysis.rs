@@ -1,6 +1,8 @@
 //! What the dominator tree tells: each object's retained size, shallow and retained size by type,
 //! and the top of the tree.
 
+use std::collections::HashMap;
+
 use crate::dominators::{Graph, dominators};
 use crate::model::{HeapSnapshot, NONE, ObjectIndex};
 
@@ -47,7 +49,7 @@ pub struct Analysis {
     /// [`NONE`] for an unreachable object.
     idom: Vec<u32>,
     /// `objects() + 1` entries: retained bytes (the super-root's is every reachable byte).
-    retained: Vec<u64>,
+    retained: Retained,
     /// Indexed by type.
     pub types: Vec<TypeStats>,
     pub reachable_objects: u64,
@@ -78,11 +80,10 @@ impl Analysis {
 
         // Retained sizes: children come after their dominator in the order, so walking it
         // backwards adds each object's total to its dominator after its own is complete.
-        let mut retained = vec![0u64; n + 1];
+        let mut retained = Retained::new(n + 1);
         for &v in d.order[1..].iter().rev() {
-            retained[v as usize] += heap.size_of(v);
-            let up = idom[v as usize] as usize;
-            retained[up] += retained[v as usize];
+            retained.add(v, heap.size_of(v));
+            retained.add(idom[v as usize], retained.get(v));
         }
         drop(d.order);
 
@@ -122,7 +123,7 @@ impl Analysis {
 
     /// The bytes that would be freed if `object` went away (0 when unreachable).
     pub fn retained(&self, object: ObjectIndex) -> u64 {
-        self.retained[object as usize]
+        self.retained.get(object)
     }
 
     /// `object`'s immediate dominator, or `None` when no root reaches it.
@@ -147,7 +148,7 @@ impl Analysis {
                 top.1 += 1;
                 let t = heap.type_of(w) as usize;
                 if above[t] == 0 {
-                    self.types[t].retained += self.retained[w as usize];
+                    self.types[t].retained += self.retained.get(w);
                 }
                 above[t] += 1;
                 stack.push((w, 0));
@@ -166,7 +167,7 @@ impl Analysis {
             return Vec::new();
         }
         let mut kids = children.of(v).to_vec();
-        let by_retained = |a: &u32, b: &u32| self.retained[*b as usize].cmp(&self.retained[*a as usize]).then(a.cmp(b));
+        let by_retained = |a: &u32, b: &u32| self.retained.get(*b).cmp(&self.retained.get(*a)).then(a.cmp(b));
         if kids.len() > width {
             kids.select_nth_unstable_by(width - 1, by_retained);
             kids.truncate(width);
@@ -175,6 +176,38 @@ impl Analysis {
         kids.into_iter()
             .map(|object| DominatorNode { object, children: self.tree(children, object, depth - 1, width) })
             .collect()
+    }
+}
+
+/// Retained sizes, 4 bytes per object: almost every object retains less than 4 GiB, and the few
+/// that retain more (the top of a big heap) are kept in a map.
+#[derive(Debug, Clone)]
+struct Retained {
+    small: Vec<u32>,
+    large: HashMap<u32, u64>,
+}
+
+impl Retained {
+    fn new(len: usize) -> Self {
+        Retained { small: vec![0; len], large: HashMap::new() }
+    }
+
+    fn get(&self, v: u32) -> u64 {
+        match self.small[v as usize] {
+            u32::MAX => self.large[&v],
+            small => small as u64,
+        }
+    }
+
+    fn add(&mut self, v: u32, amount: u64) {
+        let sum = self.get(v) + amount;
+        match u32::try_from(sum) {
+            Ok(small) if small != u32::MAX => self.small[v as usize] = small,
+            _ => {
+                self.small[v as usize] = u32::MAX;
+                self.large.insert(v, sum);
+            }
+        }
     }
 }
 

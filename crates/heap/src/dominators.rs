@@ -12,16 +12,12 @@
 //! objects it took 50 s where Semi-NCA takes a fraction of one. Why not full Lengauer–Tarjan: it
 //! needs buckets and labels besides, for no gain on graphs this shallow.
 //!
-//! Memory, in preorder numbers: five `u32` arrays (the preorder's objects, parents that become
-//! immediate dominators, semidominators, the compressed forest's ancestors and best semidominator
-//! values) and the predecessors, stored compactly: most objects in a heap have exactly one
-//! referrer, so a `u32` per object holds that one inline, or (top bit set) the index of a list kept
-//! for the objects that have several.
+//! Memory, in preorder numbers: at the peak four `u32` arrays (parents that become immediate
+//! dominators, semidominators, the compressed forest's ancestors and best semidominator values)
+//! and the predecessors of the objects that have several (most objects in a heap have exactly one
+//! referrer, which is then their parent in the depth-first tree and needs no storing).
 
 use crate::model::NONE;
-
-/// The top bit of a predecessor word: "the index of a list", not "the only predecessor".
-const MANY: u32 = 1 << 31;
 
 /// A graph in CSR form: `edges[offsets[v]..offsets[v + 1]]` are `v`'s successors; `n` nodes.
 #[derive(Clone, Copy)]
@@ -58,18 +54,27 @@ pub(crate) struct Dominators {
 }
 
 /// Computes the dominator tree of `graph` from its super-root.
+///
+/// The arrays live only as long as they must, to keep the peak low: the preorder's objects are
+/// dropped while the semidominators are computed (four arrays and the predecessors then) and
+/// found again afterwards by the same deterministic walk.
 pub(crate) fn dominators(graph: Graph<'_>) -> Dominators {
     let n = graph.n();
-    let Preorder { vertex, mut parent, number } = preorder(graph);
+    let (vertex, mut parent) = preorder(graph, true);
+    let mut number = vec![NONE; n + 1];
+    for (i, &v) in vertex.iter().enumerate() {
+        number[v as usize] = i as u32;
+    }
     let preds = Predecessors::new(graph, &vertex, &number);
     drop(number);
+    drop(vertex);
     let semi = semidominators(&preds, &parent);
     drop(preds);
 
     // Each immediate dominator is the nearest common ancestor of the parent and the
     // semidominator: walk up from the parent through the dominators already known (preorder).
     let idom = &mut parent;
-    for w in 1..vertex.len() {
+    for w in 1..idom.len() {
         let mut x = idom[w];
         while x > semi[w] {
             x = idom[x as usize];
@@ -78,6 +83,7 @@ pub(crate) fn dominators(graph: Graph<'_>) -> Dominators {
     }
     drop(semi);
 
+    let (vertex, _) = preorder(graph, false);
     let mut by_object = vec![NONE; n + 1];
     for (w, &v) in vertex.iter().enumerate() {
         by_object[v as usize] = vertex[idom[w] as usize];
@@ -96,9 +102,21 @@ fn semidominators(preds: &Predecessors, parent: &[u32]) -> Vec<u32> {
     // The least semidominator on the (compressed) path from a node up to below its forest root.
     let mut best: Vec<u32> = (0..m as u32).collect();
     let mut path: Vec<u32> = Vec::new();
+    // The pairs of the nodes not done yet: `pairs[..end]`.
+    let mut end = preds.pairs.len();
     for w in (1..m as u32).rev() {
         let mut s = semi[w as usize];
-        for &v in preds.of(w) {
+        let only = [parent[w as usize]];
+        let list: &[(u32, u32)] = if preds.has_many(w) {
+            let start = preds.pairs[..end].partition_point(|&(x, _)| x < w);
+            let list = &preds.pairs[start..end];
+            end = start;
+            list
+        } else {
+            &[]
+        };
+        let sources = list.iter().map(|&(_, v)| v).chain(if list.is_empty() { &only[..] } else { &[] }.iter().copied());
+        for v in sources {
             let candidate = if v <= w {
                 v
             } else {
@@ -124,107 +142,74 @@ fn semidominators(preds: &Predecessors, parent: &[u32]) -> Vec<u32> {
     semi
 }
 
-/// A depth-first preorder from the super-root.
-struct Preorder {
-    /// Preorder number → node (the super-root first).
-    vertex: Vec<u32>,
-    /// Preorder number → its parent's preorder number in the depth-first tree (0 for the root).
-    parent: Vec<u32>,
-    /// Node → preorder number ([`NONE`]: unreachable).
-    number: Vec<u32>,
-}
-
-/// The depth-first preorder, by an explicit stack (10 million objects in a linked list must not
-/// overflow the thread's stack).
-fn preorder(graph: Graph<'_>) -> Preorder {
+/// The depth-first preorder from the super-root (the super-root first), by an explicit stack (10
+/// million objects in a linked list must not overflow the thread's stack); with `parents`, also
+/// each node's parent's preorder number (0 for the super-root). Seen nodes are marked in a bit
+/// set, an eighth of a byte per object.
+fn preorder(graph: Graph<'_>, parents: bool) -> (Vec<u32>, Vec<u32>) {
     let n = graph.n();
-    let mut number = vec![NONE; n + 1];
+    let mut seen = vec![0u64; (n + 1).div_ceil(64)];
     let mut vertex = vec![n as u32];
-    let mut parent = vec![0u32];
-    number[n] = 0;
-    // (node, position of the next successor to look at)
-    let mut stack: Vec<(u32, u32)> = vec![(n as u32, 0)];
+    let mut parent = if parents { vec![0u32] } else { Vec::new() };
+    seen[n / 64] |= 1 << (n % 64);
+    // (node, its preorder number, position of the next successor to look at)
+    let mut stack: Vec<(u32, u32, u32)> = vec![(n as u32, 0, 0)];
     while let Some(top) = stack.last_mut() {
-        let (v, next) = *top;
+        let (v, number, next) = *top;
         if let Some(&w) = graph.successors(v).get(next as usize) {
-            top.1 += 1;
-            if number[w as usize] == NONE {
-                number[w as usize] = vertex.len() as u32;
+            top.2 += 1;
+            let (word, bit) = (w as usize / 64, 1u64 << (w % 64));
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
+                stack.push((w, vertex.len() as u32, 0));
                 vertex.push(w);
-                parent.push(number[v as usize]);
-                stack.push((w, 0));
+                if parents {
+                    parent.push(number);
+                }
             }
         } else {
             stack.pop();
         }
     }
-    Preorder { vertex, parent, number }
+    (vertex, parent)
 }
 
-/// Each reachable node's predecessors among the reachable nodes (see the module doc).
+/// Each reachable node's predecessors, in preorder numbers (see the module doc). A node with one
+/// predecessor needs no entry: that one is its parent in the depth-first tree. The nodes with
+/// several are marked in a bit set, and their (node, predecessor) pairs kept sorted by node, which
+/// is the order the semidominator pass consumes them in (backwards).
 struct Predecessors {
-    /// Per preorder number: the only predecessor, or `MANY | list index`; [`NONE`] for none.
-    word: Vec<u32>,
-    /// The lists: list `m` is `sources[ends[m - 1]..ends[m]]` (`0` for `m = 0`).
-    ends: Vec<u32>,
-    sources: Vec<u32>,
+    many: Vec<u64>,
+    /// (node, predecessor), sorted by node.
+    pairs: Vec<(u32, u32)>,
 }
 
 impl Predecessors {
-    /// The predecessors of each node, all in preorder numbers.
     fn new(graph: Graph<'_>, vertex: &[u32], number: &[u32]) -> Self {
-        let mut word = vec![NONE; vertex.len()];
-        let mut counts: Vec<u32> = Vec::new();
-        for (u, &object) in vertex.iter().enumerate() {
-            for &v in graph.successors(object) {
-                let w = &mut word[number[v as usize] as usize];
-                if *w == NONE {
-                    *w = u as u32;
-                } else if *w & MANY == 0 {
-                    *w = MANY | counts.len() as u32;
-                    counts.push(2);
-                } else {
-                    counts[(*w & !MANY) as usize] += 1;
-                }
+        let words = vertex.len().div_ceil(64);
+        let (mut once, mut many) = (vec![0u64; words], vec![0u64; words]);
+        let targets = || {
+            vertex
+                .iter()
+                .enumerate()
+                .flat_map(|(u, &object)| graph.successors(object).iter().map(move |&v| (number[v as usize], u as u32)))
+        };
+        for (w, _) in targets() {
+            let (word, bit) = (w as usize / 64, 1u64 << (w % 64));
+            if once[word] & bit != 0 {
+                many[word] |= bit;
             }
+            once[word] |= bit;
         }
-        // Exclusive prefix sums: each list's start, used as its cursor while filling; after the
-        // fill each entry holds its list's end.
-        let mut total = 0u32;
-        for c in counts.iter_mut() {
-            let start = total;
-            total += *c;
-            *c = start;
-        }
-        let mut ends = counts;
-        let mut sources = vec![0u32; total as usize];
-        for (u, &object) in vertex.iter().enumerate() {
-            for &v in graph.successors(object) {
-                let w = word[number[v as usize] as usize];
-                if w & MANY != 0 {
-                    let cursor = &mut ends[(w & !MANY) as usize];
-                    sources[*cursor as usize] = u as u32;
-                    *cursor += 1;
-                }
-            }
-        }
-        Predecessors { word, ends, sources }
+        drop(once);
+        let mut pairs: Vec<(u32, u32)> =
+            targets().filter(|&(w, _)| many[w as usize / 64] & (1 << (w % 64)) != 0).collect();
+        pairs.sort_unstable();
+        Predecessors { many, pairs }
     }
 
-    /// `w`'s predecessors (none for the super-root).
-    fn of(&self, w: u32) -> &[u32] {
-        let word = &self.word[w as usize];
-        match *word {
-            NONE => &[],
-            x if x & MANY == 0 => std::slice::from_ref(word),
-            x => self.list(x),
-        }
-    }
-
-    fn list(&self, word: u32) -> &[u32] {
-        let m = (word & !MANY) as usize;
-        let start = if m == 0 { 0 } else { self.ends[m - 1] as usize };
-        &self.sources[start..self.ends[m] as usize]
+    fn has_many(&self, w: u32) -> bool {
+        self.many[w as usize / 64] & (1 << (w % 64)) != 0
     }
 }
 

@@ -11,6 +11,7 @@
 //! than [`MAX_STEPS`] ends in a step marked `more` shared by all its longer variants.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::model::{HeapSnapshot, NONE, ObjectIndex, RootKind};
 
@@ -43,6 +44,34 @@ pub struct PathGroup {
     pub bytes: u64,
 }
 
+/// The walk looks a shape up once per object (10 million lookups): SipHash's resistance to
+/// chosen keys buys nothing for keys that are our own small integers, and costs half the walk.
+/// This is the Fx hash (rustc's), multiply and rotate per word.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     /// The index of the first root with this kind and name.
@@ -74,7 +103,7 @@ impl PathIndex {
     /// The breadth-first walk from the roots (weak handles excluded) of `heap`.
     pub fn new(heap: &HeapSnapshot) -> Self {
         let mut index = PathIndex { shape_of: vec![NONE; heap.objects()], shapes: Vec::new() };
-        let mut interned: HashMap<(u32, Key), u32> = HashMap::new();
+        let mut interned: FxMap<(u32, Key), u32> = FxMap::default();
         let mut root_groups: HashMap<(RootKind, &str), u32> = HashMap::new();
         let mut queue = VecDeque::new();
         for (i, root) in heap.roots.iter().enumerate() {
@@ -101,7 +130,7 @@ impl PathIndex {
     }
 
     /// The shape one step after `parent`, folded as the module doc says.
-    fn intern(&mut self, interned: &mut HashMap<(u32, Key), u32>, parent: u32, key: Key) -> u32 {
+    fn intern(&mut self, interned: &mut FxMap<(u32, Key), u32>, parent: u32, key: Key) -> u32 {
         if parent != NONE {
             let p = &mut self.shapes[parent as usize];
             match (p.key, key) {
@@ -130,7 +159,7 @@ impl PathIndex {
 
     /// The shortest-path groups of the reachable objects of type `ty`, the most bytes first.
     pub fn groups(&self, heap: &HeapSnapshot, ty: u32) -> Vec<PathGroup> {
-        let mut by_shape: HashMap<u32, (u64, u64)> = HashMap::new();
+        let mut by_shape: FxMap<u32, (u64, u64)> = FxMap::default();
         for v in 0..heap.objects() as u32 {
             let shape = self.shape_of[v as usize];
             if shape != NONE && heap.type_of(v) == ty {
