@@ -12,9 +12,13 @@
 
 use std::time::Instant;
 
-use sonde_heap::{Analysis, HeapBuilder, HeapReport, HeapSnapshot, PathIndex, RootKind, RunFacts, TreeLimits};
+use sonde_heap::{Analysis, HeapBuilder, HeapReport, PathIndex, RootKind, RunFacts, TreeLimits};
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--from-file") {
+        return from_file(&args[2]);
+    }
     let sizes: Vec<usize> = std::env::args().skip(1).map(|a| a.replace('_', "").parse().expect("a count")).collect();
     let sizes = if sizes.is_empty() { vec![1_000_000, 10_000_000] } else { sizes };
     for n in sizes {
@@ -49,66 +53,106 @@ fn run(target: usize) {
         build_peak as f64 * 1024.0 / n as f64
     );
 
+    // The order `sonde report --paths TYPE` would use: the paths' walk first, keeping only the
+    // groups (its 4 bytes per object gone before the analysis starts), then the analysis.
     let model = peak_reset();
     let start = Instant::now();
-    let analysis = Analysis::new(&heap, TreeLimits::default());
-    let dominators = start.elapsed();
-    let analysis_peak = vm_kb("VmHWM:");
-    let start = Instant::now();
-    let report = HeapReport::new(&heap, &analysis, None);
-    let top_type = report.types[0].name.clone();
+    let paths_type = "Acme.Session";
     let index = PathIndex::new(&heap);
-    let groups = index.groups(&heap, heap.type_named(&top_type).expect("a type of the heap"));
+    let groups = index.groups(&heap, heap.type_named(paths_type).expect("a type of the heap"));
+    drop(index);
     let paths = start.elapsed();
-    let peak = vm_kb("VmHWM:").max(analysis_peak);
-    println!("  peaks: dominators and retained sizes {} MB, paths {} MB", analysis_peak / 1024, vm_kb("VmHWM:") / 1024);
+    let paths_peak = vm_kb("VmHWM:");
+    let start = Instant::now();
+    let analysis = Analysis::new(&heap, TreeLimits::default());
+    let report = HeapReport::new(&heap, &analysis, Some((paths_type, &groups)));
+    let dominators = start.elapsed();
+    let peak = vm_kb("VmHWM:");
     println!(
-        "  dominators + retained sizes + by type + top of the tree: {:.2} s; paths (walk + groups of {}): {:.2} s; \
-         total {:.2} s",
-        dominators.as_secs_f64(),
-        top_type,
+        "  paths (walk + groups of {paths_type}): {:.2} s; dominators + retained sizes + by type + top of the tree + \
+         report: {:.2} s; total {:.2} s",
         paths.as_secs_f64(),
+        dominators.as_secs_f64(),
         (dominators + paths).as_secs_f64()
     );
     println!(
-        "  {} reachable, {} unreachable; {} path groups for {}",
+        "  {} reachable, {} unreachable; {} path groups for {paths_type}, the largest: {} objects",
         analysis.reachable_objects,
         analysis.unreachable_objects,
         groups.len(),
-        top_type
+        groups[0].objects
     );
     println!(
-        "  peak while analysing (VmHWM): {} MB = {:.1} bytes/object (the snapshot itself: {:.1}; process before: {} MB)",
+        "  peak while analysing (VmHWM): {} MB = {:.1} bytes/object (paths' walk: {} MB; the snapshot's tables: {:.1} \
+         bytes/object; the process before: {} MB)",
         peak / 1024,
         peak as f64 * 1024.0 / n as f64,
-        snapshot_bytes(&heap) as f64 / n as f64,
+        paths_peak / 1024,
+        heap.table_bytes() as f64 / n as f64,
         model / 1024
     );
-    drop((index, groups, report, analysis));
+    drop((groups, report, analysis));
 
-    let start = Instant::now();
-    let mut file = Vec::new();
-    sonde_heap::write_heap(&mut file, &heap).expect("writes");
-    let write = start.elapsed();
-    let start = Instant::now();
-    let back = sonde_heap::read_heap(&file[..]).expect("reads");
-    let read = start.elapsed();
-    assert_eq!(back.objects(), n);
+    // Holding the analysis while walking the paths (a diff's grown types) costs more.
+    peak_reset();
+    let analysis = Analysis::new(&heap, TreeLimits::default());
+    let index = PathIndex::new(&heap);
     println!(
-        "  file: {:.1} MB ({:.1} bytes/object), written in {:.2} s, read and checked in {:.2} s",
-        file.len() as f64 / 1e6,
-        file.len() as f64 / n as f64,
-        write.as_secs_f64(),
-        read.as_secs_f64()
+        "  with the analysis held during the paths' walk: peak {:.1} bytes/object",
+        vm_kb("VmHWM:") as f64 * 1024.0 / n as f64
     );
+    drop((index, analysis));
+
+    // The file, and the analysis as `sonde report FILE` runs it: in a fresh process, reading the
+    // file, with no builder's memory left in the allocator.
+    let path = std::env::temp_dir().join(format!("sonde-heap-bench-{}.heap", std::process::id()));
+    let start = Instant::now();
+    sonde_heap::save_heap(&path, &heap).expect("writes");
+    let write = start.elapsed();
+    println!(
+        "  file: {:.1} MB ({:.1} bytes/object), written in {:.2} s",
+        std::fs::metadata(&path).expect("written").len() as f64 / 1e6,
+        std::fs::metadata(&path).expect("written").len() as f64 / n as f64,
+        write.as_secs_f64()
+    );
+    drop(heap);
+    let status = std::process::Command::new(std::env::current_exe().expect("this program"))
+        .arg("--from-file")
+        .arg(&path)
+        .status()
+        .expect("runs");
+    std::fs::remove_file(&path).expect("removed");
+    assert!(status.success());
 }
 
-/// The bytes the snapshot's tables hold.
-fn snapshot_bytes(heap: &HeapSnapshot) -> usize {
+/// `sonde report FILE --paths Acme.Session`'s work, in a fresh process.
+fn from_file(path: &str) {
+    let start = Instant::now();
+    let heap = sonde_heap::load_heap(path).expect("reads");
     let n = heap.objects();
-    let e = heap.references();
-    let fields = if heap.has_field_names() { e } else { 0 };
-    4 * n + 4 * n + 4 * (n + 1) + 4 * e + 4 * fields
+    println!(
+        "  fresh process: read and checked in {:.2} s, peak while reading {:.1} bytes/object",
+        start.elapsed().as_secs_f64(),
+        vm_kb("VmHWM:") as f64 * 1024.0 / n as f64
+    );
+    let before = peak_reset();
+    let start = Instant::now();
+    let index = PathIndex::new(&heap);
+    let groups = index.groups(&heap, heap.type_named("Acme.Session").expect("a type of the heap"));
+    drop(index);
+    let analysis = Analysis::new(&heap, TreeLimits::default());
+    let report = HeapReport::new(&heap, &analysis, Some(("Acme.Session", &groups)));
+    let elapsed = start.elapsed();
+    let peak = vm_kb("VmHWM:");
+    println!(
+        "  fresh process: paths + analysis + report {:.2} s; peak while analysing {:.1} bytes/object \
+         (the process before: {:.1}; the analysis's own: {:.1})",
+        elapsed.as_secs_f64(),
+        peak as f64 * 1024.0 / n as f64,
+        before as f64 * 1024.0 / n as f64,
+        (peak - before) as f64 * 1024.0 / n as f64
+    );
+    assert_eq!(report.objects, analysis.reachable_objects);
 }
 
 /// Resets the peak resident size to the current one (`/proc/self/clear_refs`, Linux 4.0+) and

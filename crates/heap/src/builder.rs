@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::{HeapSnapshot, MAX_OBJECTS, NONE, ObjectIndex, Root, RootKind, RunFacts};
+use crate::model::{EdgeFields, HeapSnapshot, MAX_OBJECTS, NONE, ObjectIndex, Root, RootKind, RunFacts};
 
 /// Why the builder could not make a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -143,12 +143,12 @@ impl HeapBuilder {
         }
         // Fill with `offsets[from]` as each source's cursor, then shift the offsets back.
         let mut edges = vec![0u32; kept];
-        let mut edge_fields = if any_field { vec![NONE; kept] } else { Vec::new() };
+        let mut edge_fields = EdgeFields::new(if any_field { kept } else { 0 }, fields.len());
         for r in references.iter().filter(|r| r.from[0] != NONE) {
             let slot = offsets[r.from[0] as usize] as usize;
             edges[slot] = r.to[0];
             if any_field {
-                edge_fields[slot] = r.field;
+                edge_fields.set(slot, r.field);
             }
             offsets[r.from[0] as usize] += 1;
         }
@@ -235,5 +235,22 @@ mod tests {
         assert_eq!(heap.size_of(0), 5 << 32);
         assert_eq!(heap.size_of(2), 32);
         assert_eq!(heap.roots, vec![Root { kind: RootKind::StaticField, name: "Acme.Head".into(), object: 2 }]);
+    }
+
+    #[test]
+    fn field_indices_widen_beyond_65534_names() {
+        let mut b = HeapBuilder::new(RunFacts::default());
+        let t = b.intern_type("T");
+        let last = (0..70_000).map(|i| b.intern_field(&format!("f{i}"))).last().unwrap();
+        b.add_object(1, t, 8);
+        b.add_object(2, t, 8);
+        b.add_reference(1, 2, Some(last));
+        b.add_reference(2, 1, None);
+        let heap = b.finish().unwrap();
+        heap.validate().unwrap();
+        assert!(matches!(heap.edge_fields, Some(EdgeFields::Wide(_))));
+        assert_eq!(heap.references_with_fields(0).collect::<Vec<_>>(), vec![(1, 69_999)]);
+        assert_eq!(heap.references_with_fields(1).collect::<Vec<_>>(), vec![(0, NONE)]);
+        assert_eq!(heap.field_name(last), Some("f69999"));
     }
 }

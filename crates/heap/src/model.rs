@@ -98,8 +98,54 @@ pub struct HeapSnapshot {
     /// `objects() + 1` offsets into `edges`.
     pub(crate) offsets: Vec<u32>,
     pub(crate) edges: Vec<ObjectIndex>,
-    /// One field index per edge ([`NONE`]: no field, e.g. an array element), or none at all.
-    pub(crate) edge_fields: Option<Vec<u32>>,
+    /// One field index per edge, or none at all.
+    pub(crate) edge_fields: Option<EdgeFields>,
+}
+
+/// The field index of each edge: 2 bytes each while there are fewer than 65,535 field names
+/// (always, in practice: names, not fields, are interned), 4 beyond. The all-ones value of each
+/// width means "no field" (an array's element).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum EdgeFields {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl EdgeFields {
+    /// Field indices for `len` edges when there are `names` field names, all "no field".
+    pub(crate) fn new(len: usize, names: usize) -> Self {
+        if names < u16::MAX as usize {
+            EdgeFields::Narrow(vec![u16::MAX; len])
+        } else {
+            EdgeFields::Wide(vec![NONE; len])
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            EdgeFields::Narrow(v) => v.len(),
+            EdgeFields::Wide(v) => v.len(),
+        }
+    }
+
+    /// The field index of edge `i`, [`NONE`] for none.
+    pub(crate) fn get(&self, i: usize) -> u32 {
+        match self {
+            EdgeFields::Narrow(v) => match v[i] {
+                u16::MAX => NONE,
+                f => f as u32,
+            },
+            EdgeFields::Wide(v) => v[i],
+        }
+    }
+
+    /// Sets edge `i`'s field index (`field` below the width's limit, or [`NONE`]).
+    pub(crate) fn set(&mut self, i: usize, field: u32) {
+        match self {
+            EdgeFields::Narrow(v) => v[i] = if field == NONE { u16::MAX } else { field as u16 },
+            EdgeFields::Wide(v) => v[i] = field,
+        }
+    }
 }
 
 /// Why a snapshot's tables do not hold together (a corrupt file, or a bug in a builder).
@@ -147,8 +193,20 @@ impl HeapSnapshot {
     /// The objects `object` references, each with its field name index ([`NONE`] when unknown).
     pub fn references_with_fields(&self, object: ObjectIndex) -> impl Iterator<Item = (ObjectIndex, u32)> + '_ {
         let range = self.edge_range(object);
-        let fields = self.edge_fields.as_ref().map(|f| &f[range.clone()]);
-        self.edges[range].iter().enumerate().map(move |(i, &to)| (to, fields.map_or(NONE, |f| f[i])))
+        let (start, fields) = (range.start, self.edge_fields.as_ref());
+        self.edges[range].iter().enumerate().map(move |(i, &to)| (to, fields.map_or(NONE, |f| f.get(start + i))))
+    }
+
+    /// The bytes the per-object and per-reference tables hold (not the names).
+    pub fn table_bytes(&self) -> usize {
+        let fields = match &self.edge_fields {
+            Some(EdgeFields::Narrow(v)) => 2 * v.len(),
+            Some(EdgeFields::Wide(v)) => 4 * v.len(),
+            None => 0,
+        };
+        4 * (self.object_types.len() + self.sizes.len() + self.offsets.len() + self.edges.len())
+            + 12 * self.large_sizes.len()
+            + fields
     }
 
     /// Whether the references carry field names (a field index per reference).
@@ -210,7 +268,9 @@ impl HeapSnapshot {
             if fields.len() != self.edges.len() {
                 return bad(format!("{} field indices for {} references", fields.len(), self.edges.len()));
             }
-            if let Some(&f) = fields.iter().find(|&&f| f != NONE && f as usize >= self.fields.len()) {
+            if let Some(f) =
+                (0..fields.len()).map(|i| fields.get(i)).find(|&f| f != NONE && f as usize >= self.fields.len())
+            {
                 return bad(format!("field index {f} beyond the {} field names", self.fields.len()));
             }
         }
