@@ -75,7 +75,7 @@ pub struct RunFacts {
 
 /// One heap snapshot in compact form: per object a type index and a shallow size; the
 /// references as a CSR graph (each object's targets are `edges[offsets[i]..offsets[i + 1]]`,
-/// with an optional field-name index per edge). About 12 bytes per object plus 4 (or 8 with field
+/// with an optional field-name index per edge). About 12 bytes per object plus 4 (6 with field
 /// names) per reference.
 ///
 /// Build one with [`crate::HeapBuilder`]; read one with [`crate::read_heap`]. Every index in it
