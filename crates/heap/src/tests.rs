@@ -336,3 +336,55 @@ mod files {
         assert!(message.starts_with("invalid heap snapshot: a reference to object 1000"), "{message}");
     }
 }
+
+#[test]
+fn handles_and_the_finalizer_queue_hold_their_objects() {
+    let mut b = HeapBuilder::new(RunFacts::default());
+    let buffer = b.intern_type("byte[]");
+    let finalizable = b.intern_type("Acme.NativeResource");
+    b.add_object(1, buffer, 4096);
+    b.add_object(2, finalizable, 48);
+    b.add_object(3, buffer, 100);
+    let scratch = b.intern_field("_scratch");
+    b.add_reference(2, 3, Some(scratch));
+    b.add_root(RootKind::PinnedHandle, "pinned handle", 1);
+    b.add_root(RootKind::FinalizerQueue, "finalizer queue", 2);
+    let heap = b.finish().unwrap();
+    let report = report(&heap, Some("byte[]"));
+    let kinds: Vec<(&str, u64, u64)> = report.roots.iter().map(|r| (r.kind.as_str(), r.count, r.bytes)).collect();
+    assert_eq!(kinds, [("pinned_handle", 1, 4096), ("finalizer_queue", 1, 148)]);
+    let paths: Vec<String> = report.paths.as_ref().unwrap().iter().map(path_text).collect();
+    assert_eq!(
+        paths,
+        [
+            "pinned_handle pinned handle → byte[]",
+            "finalizer_queue finalizer queue → Acme.NativeResource._scratch → byte[]"
+        ]
+    );
+}
+
+#[test]
+fn a_long_list_is_analysed_without_recursion() {
+    let n = 500_000u64;
+    let mut b = HeapBuilder::new(RunFacts::default());
+    let node = b.intern_type("Node");
+    let value = b.intern_type("Value");
+    let next = b.intern_field("next");
+    for i in 0..n {
+        b.add_object(2 * i, node, 32);
+        b.add_object(2 * i + 1, value, 8);
+        b.add_reference(2 * i, 2 * i + 1, None);
+        if i + 1 < n {
+            b.add_reference(2 * i, 2 * i + 2, Some(next));
+        }
+    }
+    b.add_root(RootKind::StaticField, "List.Head", 0);
+    let heap = b.finish().unwrap();
+    let a = Analysis::new(&heap, TreeLimits { depth: 64, width: 2 });
+    assert_eq!(a.retained(0), n * 40);
+    assert_eq!(a.types[node as usize].retained, n * 40);
+    assert_eq!(a.types[value as usize].retained, n * 8);
+    let groups = PathIndex::new(&heap).groups(&heap, value);
+    assert_eq!(groups.iter().map(|g| g.objects).sum::<u64>(), n);
+    assert!(groups.len() <= 2, "the list's nodes fold into one repeated step");
+}
