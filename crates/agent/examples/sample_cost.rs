@@ -34,31 +34,44 @@ fn main() {
         kernel: std::env::var("SONDE_SAMPLER").map_or(true, |v| v != "signal"),
         cpu_timers: std::env::var("SONDE_CPU_TIMERS").map_or(true, |v| v != "0"),
     };
-    let sampler =
-        sampling::start(Duration::from_micros(1_000_000 / rate), sampling::Clock::Cpu, choice, Box::new(Ids)).unwrap();
+    let interval = Duration::from_micros(1_000_000 / rate);
+    let start = || sampling::start(interval, sampling::Clock::Cpu, choice, Box::new(Ids)).unwrap();
+    let sampler = start();
     println!("sampler: {sampler}");
     let tid = threads::gettid();
-    // The kernel's sampler keeps a registered thread's event: it is paused instead.
+    // The kernel's sampler keeps a thread's event as long as the thread lives (a pause only
+    // drops its samples): its unsampled slices run with the sampler stopped, and it starts
+    // again (a new session, as an agent attached again does) for each sampled slice.
     let kernel = sampler == "kernel";
     if kernel {
-        sampling::register(tid, threads::state_for(tid));
+        sampling::stop();
+        sampling::reset();
     }
     let n = 20_000_000; // ~ tens of ms of work per slice
     work(n);
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for round in 0..40 {
         let sampled = round % 2 == 0;
-        if kernel {
-            sampling::set_paused(!sampled);
-        } else if sampled {
+        if kernel && sampled {
+            start();
+        }
+        if sampled {
             sampling::register(tid, threads::state_for(tid));
-        } else {
+        } else if !kernel {
             sampling::unregister(tid);
         }
         let t = Instant::now();
         std::hint::black_box(work(n));
         let elapsed = t.elapsed().as_secs_f64();
-        if sampled { on.push(elapsed) } else { off.push(elapsed) }
+        if sampled {
+            on.push(elapsed)
+        } else {
+            off.push(elapsed)
+        }
+        if kernel && sampled {
+            sampling::stop();
+            sampling::reset();
+        }
     }
     sampling::unregister(tid);
     let median = |v: &mut Vec<f64>| {
