@@ -77,18 +77,20 @@ impl Options {
     /// `mode`, its sampler ticking every `interval_us` (sampling; tracing with sampled timing);
     /// everything else as the agent's defaults say, but for the settings tests and benchmarks
     /// give `sonde` in its own environment, handed on from there
-    /// ([`sonde_protocol::config::ENV_CPU_TIMERS`], `ENV_MONO_CATCHES`, `ENV_ALLOC_SAMPLE_BYTES`):
+    /// ([`sonde_protocol::config::ENV_CPU_TIMERS`], `ENV_SAMPLER`, `ENV_MONO_CATCHES`,
+    /// `ENV_ALLOC_SAMPLE_BYTES`):
     /// a launched program inherits them anyway; an attached one gets them here. The one place an
     /// [`AgentConfig`] is made for a recording.
     pub fn new(mode: Mode, interval_us: u64) -> Options {
         use sonde_protocol::config::{
-            DEFAULT_ALLOC_SAMPLE_BYTES, ENV_ALLOC_SAMPLE_BYTES, ENV_CPU_TIMERS, ENV_MONO_CATCHES,
+            DEFAULT_ALLOC_SAMPLE_BYTES, ENV_ALLOC_SAMPLE_BYTES, ENV_CPU_TIMERS, ENV_MONO_CATCHES, ENV_SAMPLER,
         };
         let var = |name| std::env::var(name).ok();
         let config = AgentConfig {
             mode,
             interval_us,
             cpu_timers: var(ENV_CPU_TIMERS).is_none_or(|v| v != "0"),
+            kernel_sampler: var(ENV_SAMPLER).is_none_or(|v| v != "signal"),
             mono_catches: var(ENV_MONO_CATCHES).is_some_and(|v| v == "1"),
             alloc_sample_bytes: var(ENV_ALLOC_SAMPLE_BYTES)
                 .and_then(|v| v.parse().ok())
