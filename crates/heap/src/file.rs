@@ -14,8 +14,9 @@
 //! index, and a wrong retention path is worse than "corrupt". After decoding, every index is
 //! checked ([`HeapSnapshot::validate`]) so that the analyses never meet one out of range.
 
-use std::fs::{self, File};
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use sonde_profile::file::{crc32, read_full, save_atomically};
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
 use std::path::Path;
 
 use crate::model::{HeapSnapshot, InvalidHeap};
@@ -145,25 +146,10 @@ pub fn read_heap(mut r: impl Read) -> Result<HeapSnapshot, HeapFileError> {
     Ok(heap)
 }
 
-/// Writes `heap` to `path` atomically (a temporary file beside it, synced, then renamed).
+/// Writes `heap` to `path` atomically (a temporary file beside it, synced, then renamed: the
+/// profile file's way, `sonde_profile::file::save_atomically`).
 pub fn save_heap(path: impl AsRef<Path>, heap: &HeapSnapshot) -> Result<(), HeapFileError> {
-    let path = path.as_ref();
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(path.file_name().unwrap_or_else(|| "heap".as_ref()));
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| {
-        let mut w = BufWriter::new(File::create(&tmp)?);
-        write_heap(&mut w, heap)?;
-        let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    save_atomically(path.as_ref(), |w| write_heap(w, heap))
 }
 
 /// Reads the heap snapshot at `path`.
@@ -171,45 +157,7 @@ pub fn load_heap(path: impl AsRef<Path>) -> Result<HeapSnapshot, HeapFileError> 
     read_heap(BufReader::new(File::open(path)?))
 }
 
-/// Fills `buf` as far as the reader allows; a short count is not an error (empty vs truncated).
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 #[cfg(test)]
 pub(crate) fn tests_crc32(bytes: &[u8]) -> u32 {
     crc32(bytes)
-}
-
-/// CRC-32 (IEEE), as the profile file computes it.
-fn crc32(bytes: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut bit = 0;
-            while bit < 8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-                bit += 1;
-            }
-            table[i] = c;
-            i += 1;
-        }
-        table
-    };
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc = TABLE[((crc ^ b as u32) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    !crc
 }

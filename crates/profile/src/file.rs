@@ -275,11 +275,20 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
 /// Writes `profile` to `path` atomically: into a temporary file beside it, then renamed over it,
 /// so an interrupted save never leaves a half-written profile under the real name.
 pub fn save(path: impl AsRef<Path>, profile: &Profile) -> Result<(), FileError> {
-    let path = path.as_ref();
+    save_atomically(path.as_ref(), |w| write_profile(w, profile))
+}
+
+/// Writes a file at `path` atomically with `write`: into a temporary file beside it (see
+/// `temp_path`), synced, then renamed over it; the temporary file is removed on failure. What
+/// every file Sonde saves goes through (profiles, heap snapshots).
+pub fn save_atomically<E: From<io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
+) -> Result<(), E> {
     let tmp = temp_path(path)?;
     let result = (|| {
         let mut w = BufWriter::new(File::create(&tmp)?);
-        write_profile(&mut w, profile)?;
+        write(&mut w)?;
         let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -311,7 +320,7 @@ fn temp_path(path: &Path) -> io::Result<PathBuf> {
 
 /// Fills `buf` as far as the reader allows and returns how many bytes it got; unlike
 /// `read_exact`, a short count is not an error, so callers can tell "empty" from "truncated".
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {
@@ -325,8 +334,9 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// CRC-32 with the IEEE polynomial (the one zlib, PNG and gzip use), reflected, table-driven.
-/// Small enough that a dependency would cost more than it saves.
-pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+/// Small enough that a dependency would cost more than it saves. The heap snapshot's file uses it
+/// too.
+pub fn crc32(bytes: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0u32; 256];
         let mut i = 0;
