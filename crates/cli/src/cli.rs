@@ -36,6 +36,9 @@ pub enum Command {
     Top(TopArgs),
     /// Print the current managed stack of every thread of a running .NET process, then detach.
     Dump(DumpArgs),
+    /// Take a heap snapshot (what holds the memory) of a running .NET process (--pid), or of a
+    /// program sonde starts (after --) when it exits; write it to a file and show what it holds.
+    Heap(HeapArgs),
     /// Continuous profiling of every .NET (CoreCLR) process of this user on the host, pushed to
     /// Grafana Pyroscope (docs/CONTINUOUS.md).
     Daemon(DaemonArgs),
@@ -147,6 +150,29 @@ pub struct DumpArgs {
     /// Let the agent log to this file.
     #[arg(long, value_name = "FILE")]
     pub agent_log: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "command"])))]
+pub struct HeapArgs {
+    /// The running .NET (CoreCLR) process (attached, then detached).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// The snapshot file to write (default: heap-PID.heap in the current directory).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Overwrite the file even when it is not a Sonde heap snapshot.
+    #[arg(long)]
+    pub force: bool,
+    /// With the summary: the retention paths of this type's instances.
+    #[arg(long, value_name = "TYPE")]
+    pub paths: Option<String>,
+    /// Let the agent log to this file.
+    #[arg(long, value_name = "FILE")]
+    pub agent_log: Option<PathBuf>,
+    /// The program to run (its heap is taken as it exits).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod cli;
 mod control;
 mod daemon;
 mod dump;
+mod heap;
 mod options;
 mod output;
 mod push;
@@ -39,6 +40,7 @@ fn main() {
         Command::Diff(args) => report::diff(args).map(|()| 0),
         Command::Top(args) => top::top(args),
         Command::Dump(args) => dump::dump(args),
+        Command::Heap(args) => heap::heap(args),
         Command::Daemon(args) => daemon::daemon(args),
         Command::Sessions => control::sessions(),
         Command::Snapshot(args) => control::take_snapshot(args),

@@ -31,6 +31,23 @@ pub struct Session {
     /// The connection is gone.
     pub closed: bool,
     pub errors: Vec<String>,
+    /// The heap snapshots this agent sent ([`Agents::take_heap`]), in order.
+    pub heaps: Vec<TakenHeap>,
+    /// Pieces of the heap snapshot in progress received so far (progress, while it streams).
+    pub heap_pieces: u64,
+    /// The connection's writing half, for requests to this process alone.
+    writer: Option<UnixStream>,
+}
+
+/// A heap snapshot as one agent sent it.
+#[derive(Debug)]
+pub struct TakenHeap {
+    /// The snapshot, or why there is none (the runtime refused, the walk was cut short).
+    pub heap: Result<sonde_heap::HeapSnapshot, String>,
+    /// How long the program was stopped for it, by the agent's clock.
+    pub pause_ns: u64,
+    /// Records of the runtime's walk that did not fit their layout (skipped).
+    pub malformed: u64,
 }
 
 struct Shared {
@@ -126,6 +143,48 @@ impl Agents {
     /// counts it.
     pub fn walk_stacks(&self) {
         self.tell(&ControllerMessage::WalkStacks);
+    }
+
+    /// Asks process `pid` (as it knows itself) for a heap snapshot and waits for it: as long as
+    /// its pieces keep coming, giving up after `stall` without any (or once the process is
+    /// gone). `None` when it did not come.
+    pub fn take_heap(&self, pid: u32, stall: Duration) -> Option<TakenHeap> {
+        let session = self.session_of(pid)?;
+        let (taken_before, mut pieces) = {
+            let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+            let writer = s.writer.as_mut()?;
+            write_frame(writer, &ControllerMessage::TakeHeap).ok()?;
+            (s.heaps.len(), s.heap_pieces)
+        };
+        let mut until = Instant::now() + stall;
+        loop {
+            let seen = self.changes.seen();
+            {
+                let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
+                if s.heaps.len() > taken_before {
+                    return s.heaps.pop();
+                }
+                if s.closed {
+                    return None;
+                }
+                if s.heap_pieces != pieces {
+                    pieces = s.heap_pieces;
+                    until = Instant::now() + stall;
+                }
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            self.changes.wait(seen, until);
+        }
+    }
+
+    /// The session of process `pid`, once it said hello.
+    fn session_of(&self, pid: u32) -> Option<Arc<Mutex<Session>>> {
+        let sessions: Vec<_> = self.lock().sessions.clone();
+        sessions
+            .into_iter()
+            .find(|s| s.lock().unwrap_or_else(|e| e.into_inner()).hello.as_ref().is_some_and(|h| h.pid == pid))
     }
 
     /// Calls `f` with every session that has data (continuous profiling's periodic pushes).
@@ -412,8 +471,8 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, changes: Arc<
             crate::note!("sonde: refused a connection to the agent socket: {e}");
             continue;
         }
-        let session = Arc::new(Mutex::new(Session::default()));
-        let Ok(writer) = stream.try_clone() else { continue };
+        let (Ok(writer), Ok(own_writer)) = (stream.try_clone(), stream.try_clone()) else { continue };
+        let session = Arc::new(Mutex::new(Session { writer: Some(own_writer), ..Default::default() }));
         {
             let mut shared = shared.lock().unwrap_or_else(|e| e.into_inner());
             shared.sessions.push(session.clone());
@@ -480,10 +539,33 @@ fn serve(
             Clean(&hello.runtime.version)
         );
     }
+    let run = sonde_heap::RunFacts { runtime: hello.runtime.kind.clone(), pid: hello.pid, pause_ns: 0 };
     lock().hello = Some(hello);
     let mut told_sampler = false;
+    // The heap snapshot being received: decoded as it comes, outside the session's lock.
+    let mut heap: Option<sonde_heap::ClrHeapDecoder> = None;
     loop {
         match read_frame::<AgentMessage>(&mut reader) {
+            Ok(AgentMessage::HeapChunk(chunk)) => {
+                heap.get_or_insert_with(|| sonde_heap::ClrHeapDecoder::new(run.clone()))
+                    .event(chunk.event, &chunk.payload);
+                lock().heap_pieces += 1;
+                changes.bump();
+            }
+            Ok(AgentMessage::HeapEnd(end)) => {
+                let mut decoder = heap.take().unwrap_or_else(|| sonde_heap::ClrHeapDecoder::new(run.clone()));
+                decoder.names(&end.type_names);
+                let malformed = decoder.malformed();
+                let taken = match end.error {
+                    Some(error) => Err(error),
+                    None => decoder.finish().map_err(|e| e.to_string()).map(|mut h| {
+                        h.run.pause_ns = end.pause_ns;
+                        h
+                    }),
+                };
+                lock().heaps.push(TakenHeap { heap: taken, pause_ns: end.pause_ns, malformed });
+                changes.bump();
+            }
             Ok(AgentMessage::Snapshot(snapshot)) => {
                 if verbose && !snapshot.sampler.is_empty() && !std::mem::replace(&mut told_sampler, true) {
                     crate::note!("sonde: pid {}: {}", snapshot_pid(&lock()), sampler_note(&snapshot.sampler));

@@ -310,6 +310,12 @@ impl Recording {
         })
     }
 
+    /// A heap snapshot of the process, asked for now: `None` when the agent sent none while its
+    /// pieces kept coming with no gap of `stall` (see [`Agents::take_heap`]).
+    pub fn take_heap(&self, stall: Duration) -> Option<crate::collector::TakenHeap> {
+        self.agents.take_heap(self.ns_pid, stall)
+    }
+
     /// Pauses or resumes collection (sampling mode).
     pub fn pause(&self, paused: bool) {
         self.agents.pause_agents(paused);

@@ -345,6 +345,15 @@ impl ProfilerInfo {
         Ok(MethodNames { name, signature, assembly, module, path, token, ..Default::default() })
     }
 
+    /// A full, blocking collection (`ForceGC`). Only from a thread that never ran managed code
+    /// and is not inside a callback (one of the profiler's own); the collection runs before it
+    /// returns, its GC events (and an EventPipe heap walk, when a session asks for one) on the
+    /// collecting threads.
+    pub fn force_gc(&self) -> Result<(), HResult> {
+        call!(self.ForceGC())?;
+        Ok(())
+    }
+
     /// The class of an object the runtime passed to the running callback.
     pub fn class_of_object(&self, object: ObjectID) -> Result<ClassID, HResult> {
         let mut class: ClassID = 0;

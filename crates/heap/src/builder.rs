@@ -71,6 +71,23 @@ impl HeapBuilder {
         intern(&mut self.types, &mut self.type_index, name)
     }
 
+    /// A new type index, named later ([`HeapBuilder::name_type`]): for a stream that refers to
+    /// types by the runtime's id before it describes them. Types that end up with one name are
+    /// merged when the snapshot is finished.
+    pub fn add_type(&mut self) -> u32 {
+        self.types.push(String::new());
+        (self.types.len() - 1) as u32
+    }
+
+    /// Names (or renames) type `ty`.
+    pub fn name_type(&mut self, ty: u32, name: &str) {
+        if let Some(slot) = self.types.get_mut(ty as usize) {
+            self.type_index.remove(slot.as_str());
+            *slot = name.to_string();
+            self.type_index.entry(name.to_string()).or_insert(ty);
+        }
+    }
+
     /// The index of the field named `name`, added on first use.
     pub fn intern_field(&mut self, name: &str) -> u32 {
         intern(&mut self.fields, &mut self.field_index, name)
@@ -103,6 +120,7 @@ impl HeapBuilder {
     /// order they came).
     pub fn finish(self) -> Result<HeapSnapshot, BuildError> {
         let HeapBuilder { run, types, fields, mut objects, large_sizes, mut references, any_field, roots, .. } = self;
+        let types = merge_types(types, &mut objects);
         objects.sort_by_key(|o| o.id); // stable: the first record of a duplicate id wins
         objects.dedup_by_key(|o| o.id);
         let n = objects.len();
@@ -195,6 +213,29 @@ impl HeapBuilder {
     }
 }
 
+/// Types named alike become one (the first index's), and the objects follow.
+fn merge_types(types: Vec<String>, objects: &mut [RawObject]) -> Vec<String> {
+    let mut first: HashMap<&str, u32> = HashMap::with_capacity(types.len());
+    let mut merged = Vec::with_capacity(types.len());
+    let mut remap = Vec::with_capacity(types.len());
+    for name in &types {
+        let next = merged.len() as u32;
+        let index = *first.entry(name.as_str()).or_insert_with(|| {
+            merged.push(name.clone());
+            next
+        });
+        remap.push(index);
+    }
+    if merged.len() < types.len() {
+        for o in objects.iter_mut() {
+            if let Some(&to) = remap.get(o.ty as usize) {
+                o.ty = to;
+            }
+        }
+    }
+    merged
+}
+
 fn intern(names: &mut Vec<String>, index: &mut HashMap<String, u32>, name: &str) -> u32 {
     if let Some(&i) = index.get(name) {
         return i;
@@ -208,6 +249,25 @@ fn intern(names: &mut Vec<String>, index: &mut HashMap<String, u32>, name: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn types_named_later_alike_are_merged() {
+        let mut b = HeapBuilder::new(RunFacts::default());
+        let (a, c, d) = (b.add_type(), b.add_type(), b.add_type());
+        b.add_object(0x10, a, 24);
+        b.add_object(0x20, c, 24);
+        b.add_object(0x30, d, 24);
+        b.name_type(a, "Acme.Box<int>");
+        b.name_type(c, "string");
+        b.name_type(d, "Acme.Box<int>");
+        let heap = b.finish().unwrap();
+        heap.validate().unwrap();
+        assert_eq!(heap.types, ["Acme.Box<int>", "string"]);
+        assert_eq!(
+            [heap.type_name(0), heap.type_name(1), heap.type_name(2)],
+            ["Acme.Box<int>", "string", "Acme.Box<int>"]
+        );
+    }
 
     #[test]
     fn references_may_come_before_their_objects_and_missing_ones_are_counted() {

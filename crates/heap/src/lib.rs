@@ -45,6 +45,7 @@
 
 pub mod analysis;
 pub mod builder;
+pub mod clr;
 pub mod diff;
 mod dominators;
 pub mod file;
@@ -55,6 +56,7 @@ pub mod text;
 
 pub use analysis::{Analysis, Dominator, DominatorNode, TreeLimits, TypeStats};
 pub use builder::{BuildError, HeapBuilder};
+pub use clr::ClrHeapDecoder;
 pub use diff::{HEAP_DIFF_SCHEMA, HeapDiff, TypeChange};
 pub use file::{
     FileKind, HEAP_FORMAT_VERSION, HEAP_MAGIC, HeapFileError, file_kind, file_kind_of, load_heap, read_heap, save_heap,

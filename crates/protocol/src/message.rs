@@ -14,7 +14,7 @@ use sonde_profile::{
 };
 
 /// Bumped on any incompatible change to the messages below.
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 15;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
@@ -40,6 +40,37 @@ pub enum AgentMessage {
     Snapshot(Snapshot),
     /// Something went wrong in the agent; profiling of this process stopped.
     Error(String),
+    /// A piece of a heap snapshot ([`ControllerMessage::TakeHeap`]), in the order the runtime
+    /// gave it. Since protocol 15.
+    HeapChunk(HeapChunk),
+    /// The heap snapshot is complete (or failed): nothing more of it follows.
+    HeapEnd(HeapEnd),
+}
+
+/// One of the runtime's own records of its heap walk, passed on as it came (CoreCLR: the
+/// payload of a `GCBulkNode`, `GCBulkEdge`, `GCBulkRootEdge`, … event of
+/// `Microsoft-Windows-DotNETRuntime`, in the manifest's layout; the controller decodes it,
+/// `sonde_heap::clr`). The agent neither decodes nor keeps the graph: it streams it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeapChunk {
+    /// The event's id in its provider's manifest.
+    pub event: u32,
+    pub version: u32,
+    pub payload: Vec<u8>,
+}
+
+/// How a heap snapshot ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeapEnd {
+    /// Why there is no snapshot (or only part of one); `None` when it is whole.
+    pub error: Option<String>,
+    /// How long the program was stopped for the collection and the walk, in nanoseconds.
+    pub pause_ns: u64,
+    /// The [`HeapChunk`]s sent for this snapshot.
+    pub chunks: u64,
+    /// Names of types the walk referred to without describing (`TypeID` → name), found by the
+    /// agent after the collection.
+    pub type_names: Vec<(u64, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +98,9 @@ pub enum ControllerMessage {
     /// requests, answered or failed). `sonde dump`'s exact stacks; an agent whose runtime cannot
     /// do it answers with the snapshot alone.
     WalkStacks,
+    /// Take a heap snapshot: a full, blocking collection, its object graph streamed as
+    /// [`AgentMessage::HeapChunk`]s, then [`AgentMessage::HeapEnd`]. Since protocol 15.
+    TakeHeap,
 }
 
 /// A method the agent traced or saw, identified by the agent's dense method id: its names as

@@ -14,7 +14,7 @@ pub const PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
 const GC_KEYWORD: u64 = 0x1;
 /// `ContentionKeyword`: `ContentionStart`/`ContentionStop`.
 const CONTENTION_KEYWORD: u64 = 0x4000;
-const LEVEL_INFORMATIONAL: u32 = 4;
+pub const LEVEL_INFORMATIONAL: u32 = 4;
 const LEVEL_VERBOSE: u32 = 5;
 
 /// `GCAllocationTick` (versions 2–4 carry the 64-bit amount and the type).

@@ -15,6 +15,7 @@
 pub mod coverage;
 mod eventpipe;
 mod frames;
+mod heap;
 mod info;
 
 use info::{info, set_info, with_type_arguments};
@@ -66,6 +67,7 @@ impl ProfilerCallback for Clr {
             .map_err(|_| HResult(E_FAIL))?;
         events::set_catches_counted(true);
         session::install_last_chance(false);
+        crate::ipc::heap::on_heap(|| heap::take(info));
         Ok(())
     }
 
@@ -99,6 +101,7 @@ impl ProfilerCallback for Clr {
             }
         });
         crate::ipc::walk::on_walk(|| walk_stacks(info));
+        crate::ipc::heap::on_heap(|| heap::take(info));
         Ok(())
     }
 
@@ -320,6 +323,10 @@ impl ProfilerCallback for Clr {
     /// allocating thread, the end of a contended wait on the waiting one.
     fn event_pipe_event(&self, event: &EventPipeEvent<'_>) {
         if session::get().is_none() || EVENT_FLOOR.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        if crate::ipc::heap::active() && heap::is_heap_event(event.id) && !providers::is_tpl(event.provider) {
+            heap::event(event.id, event.version, event.data);
             return;
         }
         if providers::is_tpl(event.provider) {

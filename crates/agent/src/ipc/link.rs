@@ -33,6 +33,9 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_QUEUED_ERRORS: usize = 16;
 /// The writer reports progress after each chunk of this size.
 const CHUNK: usize = 64 * 1024;
+/// Pieces of a heap snapshot waiting for the writer: beyond this many, the walk waits (the
+/// agent's memory stays bounded whatever the heap's size).
+const MAX_QUEUED_HEAP: usize = 16;
 
 /// How long a sender waits for its message to be written: as long as the writer keeps making
 /// progress, giving up once it has made none for `stall` (or at once for `stall` zero).
@@ -55,6 +58,9 @@ impl Patience {
     /// The last snapshots of a process (its exit, a fatal signal); spilled to a file when the
     /// controller does not take them.
     pub const EXIT: Patience = Patience { stall: Duration::from_secs(1) };
+    /// A heap snapshot's pieces, sent while the program is stopped for the walk: a controller
+    /// that reads nothing for this long gets an incomplete snapshot, the program its threads back.
+    pub const WALK: Patience = Patience { stall: Duration::from_secs(10) };
 }
 
 pub struct Link {
@@ -76,6 +82,8 @@ struct Outbox {
     /// The next snapshot to write, encoded: (seq, methods it completes, last, bytes).
     snapshot: Option<Outgoing>,
     errors: VecDeque<Vec<u8>>,
+    /// A heap snapshot's messages, in order (never replaced, never dropped while the link lives).
+    heap: VecDeque<Vec<u8>>,
     /// Every method record up to this index has been delivered.
     methods_delivered: usize,
     /// The newest snapshot written (by seq), and the errors written, so far.
@@ -183,6 +191,7 @@ impl Link {
                         super::walk::walk_stacks();
                         self.send_snapshot(facts, false, Patience::NONE);
                     }
+                    Ok(ControllerMessage::TakeHeap) => super::heap::take(self),
                     Ok(ControllerMessage::Finish) => {
                         finish();
                         break;
@@ -306,6 +315,36 @@ impl Link {
         self.wait(outbox, Patience::THROW, |o| o.errors_written >= ticket);
     }
 
+    /// Hands one message of a heap snapshot to the writer, in order. While `MAX_QUEUED_HEAP` wait
+    /// already, waits for the writer as `patience` allows (the program is stopped for the walk
+    /// meanwhile: a controller that stopped reading must not hold it). False when the message
+    /// was not queued: the snapshot cannot be completed.
+    pub fn send_heap(&self, message: &AgentMessage, patience: Patience) -> bool {
+        if crate::base::process::forked_child() {
+            return false;
+        }
+        let bytes = match encode_frame(message) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                crate::base::log::log!("cannot encode a heap message: {e}");
+                return false;
+            }
+        };
+        let mut outbox = self.outbox();
+        if outbox.heap.len() >= MAX_QUEUED_HEAP {
+            if !self.wait(outbox, patience, |o| o.heap.len() < MAX_QUEUED_HEAP) {
+                return false;
+            }
+            outbox = self.outbox();
+        }
+        if outbox.closed {
+            return false;
+        }
+        outbox.heap.push_back(bytes);
+        self.changed.notify_all();
+        true
+    }
+
     /// Waits until `done`, while the writer keeps making progress (see [`Patience`]): from the
     /// writer's last move when it is busy (a writer already stalled longer gets no wait at all),
     /// from our own start while it is between messages.
@@ -328,15 +367,25 @@ impl Link {
     }
 
     fn write_loop(&self, mut stream: UnixStream) {
+        /// What the writer took from the outbox.
+        enum Taken {
+            Error,
+            Heap,
+            Snapshot { seq: u64, methods_total: usize, last: bool },
+        }
         loop {
-            let (bytes, snapshot) = {
+            let (bytes, taken) = {
                 let mut outbox = self.outbox();
                 loop {
                     if let Some(error) = outbox.errors.pop_front() {
-                        break (Arc::new(error), None);
+                        break (Arc::new(error), Taken::Error);
+                    }
+                    if let Some(piece) = outbox.heap.pop_front() {
+                        break (Arc::new(piece), Taken::Heap);
                     }
                     if let Some(out) = outbox.snapshot.take() {
-                        break (out.bytes, Some((out.seq, out.methods_total, out.last)));
+                        let (seq, methods_total, last) = (out.seq, out.methods_total, out.last);
+                        break (out.bytes, Taken::Snapshot { seq, methods_total, last });
                     }
                     outbox = self.changed.wait(outbox).unwrap_or_else(|e| e.into_inner());
                 }
@@ -344,13 +393,14 @@ impl Link {
             let written = self.write_progressively(&mut stream, &bytes);
             let mut outbox = self.outbox();
             outbox.busy_since_progress = None;
-            match (written, snapshot) {
-                (Ok(()), Some((seq, methods_total, last))) => {
+            match (written, taken) {
+                (Ok(()), Taken::Snapshot { seq, methods_total, last }) => {
                     outbox.written_seq = outbox.written_seq.max(seq);
                     outbox.methods_delivered = outbox.methods_delivered.max(methods_total);
                     outbox.closed |= last;
                 }
-                (Ok(()), None) => outbox.errors_written += 1,
+                (Ok(()), Taken::Error) => outbox.errors_written += 1,
+                (Ok(()), Taken::Heap) => {}
                 (Err(e), _) => {
                     crate::base::log::log!("lost the controller: {e}");
                     outbox.closed = true;

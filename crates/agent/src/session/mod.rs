@@ -234,6 +234,7 @@ fn restart() {
     sampling::reset();
     crate::ipc::snapshot::reset();
     crate::ipc::walk::reset();
+    crate::ipc::heap::reset();
     *DETACH.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
