@@ -37,7 +37,8 @@ pub enum Command {
     /// Print the current managed stack of every thread of a running .NET process, then detach.
     Dump(DumpArgs),
     /// Take a heap snapshot (what holds the memory) of a running .NET process (--pid), or of a
-    /// program sonde starts (after --) when it exits; write it to a file and show what it holds.
+    /// program sonde starts (after --) once it ran --after SECS; write it to a file and show what
+    /// it holds.
     Heap(HeapArgs),
     /// Continuous profiling of every .NET (CoreCLR) process of this user on the host, pushed to
     /// Grafana Pyroscope (docs/CONTINUOUS.md).
@@ -137,6 +138,9 @@ pub struct SnapshotArgs {
     /// Overwrite the file even when it is not a Sonde profile.
     #[arg(long)]
     pub force: bool,
+    /// A heap snapshot of the recorded process (what holds its memory) instead of its profile.
+    #[arg(long)]
+    pub heap: bool,
 }
 
 #[derive(Debug, Args)]
@@ -170,9 +174,20 @@ pub struct HeapArgs {
     /// Let the agent log to this file.
     #[arg(long, value_name = "FILE")]
     pub agent_log: Option<PathBuf>,
-    /// The program to run (its heap is taken as it exits).
+    /// With a COMMAND: take the snapshot after this many seconds (the program then runs on to its end).
+    #[arg(long, value_name = "SECS", conflicts_with = "pid", value_parser = parse_seconds)]
+    pub after: Option<f64>,
+    /// The program to run.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// A number of seconds, at least 0 and at most a day.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds between 0 and 86400")),
+    }
 }
 
 #[derive(Debug, Args)]

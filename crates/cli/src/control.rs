@@ -2,6 +2,8 @@
 //! snapshots it asks for are written here), and the commands that talk to it: `sonde sessions`, `sonde snapshot`, `sonde stop`, `sonde pause`,
 //! `sonde resume`.
 //!
+//! `sonde snapshot --heap` asks for a heap snapshot instead (`heap.rs`), written as a `.heap` file.
+//!
 //! A snapshot is taken as the periodic ones are (the agent sends its cumulative trees) and
 //! written by the recording itself — as the same user, the client's path made absolute by the
 //! client — with the checks of `-o` (a file that is not a profile is not replaced without
@@ -40,7 +42,10 @@ pub fn serve(
     wake: Option<UnixStream>,
     v: &Verbosity,
 ) -> Option<ControlServer> {
-    let write = |served: &Served, to: &Path, force: bool| snapshot(served, to, force).map_err(|e| crate::chain(&e));
+    let write = |served: &Served, to: &Path, force: bool, heap: bool| {
+        let written = if heap { crate::heap::snapshot(served, to, force) } else { snapshot(served, to, force) };
+        written.map_err(|e| crate::chain(&e))
+    };
     match control::serve(served, stop, wake, write) {
         Ok(server) => {
             if !v.quiet {
@@ -101,7 +106,7 @@ pub fn sessions() -> Result<i32> {
 /// `sonde snapshot --to FILE [--session ID] [--force]`.
 pub fn take_snapshot(args: SnapshotArgs) -> Result<i32> {
     let to = std::path::absolute(&args.to)?;
-    send(args.session, ControlCommand::Snapshot { to, force: args.force })
+    send(args.session, ControlCommand::Snapshot { to, force: args.force, heap: args.heap })
 }
 
 /// `sonde stop|pause|resume [--session ID]`.

@@ -5,12 +5,25 @@
 //!
 //! `--pid PID` attaches to a running CoreCLR process (as `sonde record --pid` does), has the
 //! agent force a full blocking collection with the runtime's heap walk (`coreclr/heap.rs` in the
-//! agent), and detaches. `-- CMD` starts the program with the agent and takes the snapshot as it
-//! exits.
+//! agent), and detaches. `-- CMD --after SECS` starts the program with the agent and takes the
+//! snapshot after that long, while it runs. A recording that runs (`sonde record`) gives one at
+//! any moment through its control socket: `sonde snapshot --heap`.
+//!
+//! Why not at the program's exit: the walk comes through an event session, and CoreCLR ends its
+//! event sessions (`EventPipeAdapter::Shutdown`) before it tells a profiler it shuts down. The one
+//! notice before that — the loader's enumeration at shutdown, delivered to a session asking for
+//! loader events — comes on the exiting thread while it holds what a collection needs: forcing one
+//! from there deadlocks the process (tried, 2026-11-28). The profiling API's own walk
+//! (`ObjectReferences`) needs background collections off for the whole run.
 
 use crate::cli::HeapArgs;
 use anyhow::{Context, Result, bail};
-use sonde_client::{Options, Recording};
+use sonde_client::collector::{Session, TakenHeap};
+use sonde_client::control::Served;
+use sonde_client::{End, Options, Recording, Signals, Watch};
+use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 use sonde_heap::text::TextLimits;
 use sonde_heap::{Analysis, FileKind, HeapReport, HeapSnapshot, PathIndex, TreeLimits};
 use std::path::{Path, PathBuf};
@@ -21,26 +34,96 @@ use std::time::Duration;
 const STALL: Duration = Duration::from_secs(30);
 
 pub fn heap(args: HeapArgs) -> Result<i32> {
-    let Some(pid) = args.pid else { bail!("sonde heap -- COMMAND is not supported yet: attach with --pid") };
+    match args.pid {
+        Some(pid) => attached(pid, &args),
+        None => launched(&args),
+    }
+}
+
+/// `--pid`: attach, take it, detach.
+fn attached(pid: u32, args: &HeapArgs) -> Result<i32> {
     let output = args.output.clone().unwrap_or_else(|| PathBuf::from(format!("heap-{pid}.heap")));
     check_output(&output, args.force)?;
-    // The agent samples once a second meanwhile: an attach needs a mode, this one costs nothing.
-    let mut options = Options { verbose: false, ..Options::sampling(1) };
-    options.config.log = args.agent_log.clone();
-    let (recording, _) = Recording::attach(pid, &options)?;
+    let (recording, _) = Recording::attach(pid, &options(args))?;
     let taken = recording.take_heap(STALL);
     let sessions = recording.finish_sessions(Duration::from_secs(5));
-    let errors: Vec<String> = sessions.iter().flat_map(|s| s.errors.iter().cloned()).collect();
-    let Some(taken) = taken else {
-        bail!("pid {pid} sent no heap snapshot{}", errors.first().map_or(String::new(), |e| format!(" ({e})")));
-    };
-    let heap = taken.heap.map_err(|e| anyhow::anyhow!("pid {pid}: {e}"))?;
-    if taken.malformed > 0 {
-        crate::say!("sonde: {} records of the runtime's heap walk were not understood and left out", taken.malformed);
-    }
+    let heap = taken_or_why(taken, pid, &sessions)?;
     sonde_heap::save_heap(&output, &heap).with_context(|| format!("cannot write {}", output.display()))?;
     summary(&heap, args.paths.as_deref(), &output)?;
     Ok(0)
+}
+
+/// `-- COMMAND`: run it with the agent, take the snapshot after `--after` seconds (or at once when
+/// the program ends sooner: then there is none, see the module doc), let the program run on to
+/// its end; sonde exits with the program's status (as `sonde record` does).
+fn launched(args: &HeapArgs) -> Result<i32> {
+    let Some(after) = args.after else {
+        bail!(
+            "sonde heap -- COMMAND needs --after SECS: CoreCLR stops its event sessions before a profiler \
+             hears of the exit, so a snapshot is taken while the program runs (or use sonde record and \
+             sonde snapshot --heap)"
+        );
+    };
+    let output = args.output.clone().unwrap_or_else(|| PathBuf::from("heap.heap"));
+    check_output(&output, args.force)?;
+    let signals = Signals::install()?;
+    let mut recording = Recording::launch(&args.command, &options(args))?;
+    let pid = recording.pid();
+    let stop = AtomicBool::new(false);
+    let until = Some(Instant::now() + Duration::from_secs_f64(after));
+    let watch = Watch { signals: &signals, stop: &stop, wake: None, until };
+    let end = recording.watch(watch, |_| {})?;
+    let taken = matches!(end, End::Stopped).then(|| recording.take_heap(STALL));
+    let mut child = recording.take_child().context("the program sonde started is not there")?;
+    let sessions = recording.finish_sessions(Duration::from_secs(5));
+    let written = match taken {
+        Some(taken) => taken_or_why(taken, pid, &sessions).and_then(|heap| {
+            sonde_heap::save_heap(&output, &heap).with_context(|| format!("cannot write {}", output.display()))?;
+            summary(&heap, args.paths.as_deref(), &output)
+        }),
+        None => Err(anyhow::anyhow!("process {pid} ended before --after {after}s: no heap snapshot")),
+    };
+    let status = match end {
+        End::Exited(status) => status,
+        _ => child.wait().context("cannot wait for the program")?,
+    };
+    written?;
+    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// `sonde snapshot --heap`: a heap snapshot of a running recording's process, written to `to`
+/// (on the recording's control thread).
+pub fn snapshot(served: &Served, to: &Path, force: bool) -> Result<String> {
+    check_output(to, force)?;
+    let taken = served.agents.take_heap(served.ns_pid, STALL);
+    let heap = taken_or_why(taken, served.pid, &[])?;
+    sonde_heap::save_heap(to, &heap).with_context(|| format!("cannot write {}", to.display()))?;
+    Ok(format!(
+        "wrote {}: {} objects of process {} (paused {:.1} ms)",
+        to.display(),
+        sonde_render::fmt::count(heap.objects() as u64),
+        served.pid,
+        heap.run.pause_ns as f64 / 1e6
+    ))
+}
+
+/// The agent samples once a second meanwhile: a recording needs a mode, this one costs nothing.
+fn options(args: &HeapArgs) -> Options {
+    let mut options = Options { verbose: false, ..Options::sampling(1) };
+    options.config.log = args.agent_log.clone();
+    options
+}
+
+fn taken_or_why(taken: Option<TakenHeap>, pid: u32, sessions: &[Session]) -> Result<HeapSnapshot> {
+    let Some(taken) = taken else { bail!("process {pid} sent no heap snapshot{}", first_error(sessions)) };
+    if taken.malformed > 0 {
+        crate::say!("sonde: {} records of the runtime's heap walk were not understood and left out", taken.malformed);
+    }
+    taken.heap.map_err(|e| anyhow::anyhow!("process {pid}: {e}"))
+}
+
+fn first_error(sessions: &[Session]) -> String {
+    sessions.iter().flat_map(|s| &s.errors).next().map_or(String::new(), |e| format!(" ({e})"))
 }
 
 /// Refuses, before anything runs, an output that is a directory or a file other than a heap

@@ -152,7 +152,7 @@ impl Served {
 }
 
 /// Opens the control socket of a recording and answers it: `status`; `snapshot` through `write`
-/// (the recording, the file asked for, `--force`; the line to answer with, or why not); `stop`,
+/// (the recording, the file asked for, `--force`, `--heap`; the line to answer with, or why not); `stop`,
 /// which sets `stop` and writes to `wake` (the recording's watch wakes: see
 /// [`crate::Watch::wake`]); `pause` and `resume` (sampling only). `served` is filled in once the
 /// process runs; until then requests are answered with an error.
@@ -160,7 +160,7 @@ pub fn serve(
     served: Arc<OnceLock<Served>>,
     stop: Arc<AtomicBool>,
     wake: Option<UnixStream>,
-    write: impl Fn(&Served, &Path, bool) -> Result<String, String> + Send + 'static,
+    write: impl Fn(&Served, &Path, bool, bool) -> Result<String, String> + Send + 'static,
 ) -> std::io::Result<ControlServer> {
     let paused = AtomicBool::new(false);
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
@@ -179,7 +179,7 @@ pub fn serve(
                 output: served.output.clone(),
                 started_unix_ms,
             }),
-            ControlCommand::Snapshot { to, force } => match write(served, &to, force) {
+            ControlCommand::Snapshot { to, force, heap } => match write(served, &to, force, heap) {
                 Ok(line) => ControlReply::Done(line),
                 Err(why) => ControlReply::Error(why),
             },

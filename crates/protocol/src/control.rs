@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 /// Bumped on any incompatible change below; a request of another version gets
 /// [`ControlReply::Error`].
-pub const CONTROL_VERSION: u32 = 1;
+pub const CONTROL_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControlRequest {
@@ -25,9 +25,11 @@ pub enum ControlCommand {
     Status,
     /// Take a snapshot now and write it as a profile file at `to` (an absolute path; the
     /// recording writes it, as the same user). `force`: overwrite a file that is not a profile.
+    /// `heap` (since version 2): a heap snapshot instead, written as a `.heap` file.
     Snapshot {
         to: PathBuf,
         force: bool,
+        heap: bool,
     },
     /// Finish the recording as Ctrl-C would for an attached one: write the profile; the program
     /// runs on unprofiled.
@@ -70,7 +72,7 @@ mod tests {
     fn requests_and_replies_round_trip() {
         let requests = [
             ControlCommand::Status,
-            ControlCommand::Snapshot { to: "/tmp/x.sonde".into(), force: true },
+            ControlCommand::Snapshot { to: "/tmp/x.sonde".into(), force: true, heap: false },
             ControlCommand::Stop,
             ControlCommand::Pause,
             ControlCommand::Resume,
