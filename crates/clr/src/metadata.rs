@@ -372,7 +372,10 @@ mod tests {
         // a 1-byte token), a string after a 2-byte modifier token, a struct (TypeDef 4), a
         // TypeRef of a 2-byte index (0x81 0x01: coded 0x101), arrays.
         let field = |rest: &[u8]| field_type(&[&[0x06], rest].concat());
-        assert_eq!(field(&[ELEMENT_TYPE_GENERICINST, ELEMENT_TYPE_CLASS, 0x09, 2]), Some(FieldType::Token(0x0100_0002)));
+        assert_eq!(
+            field(&[ELEMENT_TYPE_GENERICINST, ELEMENT_TYPE_CLASS, 0x09, 2]),
+            Some(FieldType::Token(0x0100_0002))
+        );
         assert_eq!(field(&[ELEMENT_TYPE_CMOD_REQD, 0x49, ELEMENT_TYPE_OBJECT]), Some(FieldType::Anything));
         assert_eq!(field(&[ELEMENT_TYPE_CMOD_OPT, 0x81, 0x02, ELEMENT_TYPE_STRING]), Some(FieldType::String));
         assert_eq!(field(&[ELEMENT_TYPE_VALUETYPE, 0x10]), Some(FieldType::Token(0x0200_0004)));

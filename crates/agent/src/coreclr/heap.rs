@@ -28,8 +28,8 @@
 
 use super::eventpipe;
 use crate::base::log::log;
-use sonde_clr::{Holds, ProfilerInfo};
 use sonde_clr::sys::FunctionID;
+use sonde_clr::{Holds, ProfilerInfo};
 use sonde_heap::clr::{IdKind, METHOD_PREFIX, STATIC_PREFIX, ids_to_name};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
