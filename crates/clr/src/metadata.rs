@@ -138,20 +138,24 @@ impl Import {
 
     /// The static fields of the module's types that can hold an object and whose name
     /// `wanted` accepts (`EnumTypeDefs`, `EnumFields`, `GetFieldProps`): each field's name is
-    /// read once, into a buffer reused for the whole module, and only a wanted one is kept.
+    /// read into a buffer reused for the whole module, and decoded only for a static field that
+    /// can hold an object (most fields are instance fields or hold primitives).
     pub(crate) fn static_fields(&self, wanted: &mut dyn FnMut(&str) -> bool) -> Result<Vec<StaticField>, HResult> {
         let mut found = Vec::new();
         let mut name = vec![0u16; 256];
+        let mut text = String::new();
         for type_def in self.tokens(|e, buf, cap, n| call!(self.EnumTypeDefs(e, buf, cap, n)))? {
             let Ok(fields) = self.tokens(|e, buf, cap, n| call!(self.EnumFields(e, type_def, buf, cap, n))) else {
                 continue;
             };
             for field in fields {
-                let Some((text, attr, signature)) = self.field_props(field, &mut name) else { continue };
+                let Some((len, attr, signature)) = self.field_props(field, &mut name) else { continue };
                 if attr & (FD_STATIC | FD_LITERAL | FD_HAS_FIELD_RVA) != FD_STATIC {
                     continue;
                 }
                 let Some(declared) = field_type(signature) else { continue };
+                text.clear();
+                text.extend(char::decode_utf16(name[..len].iter().copied()).map(|c| c.unwrap_or('\u{fffd}')));
                 if !wanted(&text) {
                     continue;
                 }
@@ -164,15 +168,15 @@ impl Import {
                     FieldType::Token(token) => self.type_name(token).map_or(Holds::Anything, Holds::Type),
                 };
                 let generic = self.type_def_name(type_def).map_or(true, |name| name.contains('`'));
-                found.push(StaticField { type_def, field, name: text, holds, generic });
+                found.push(StaticField { type_def, field, name: text.clone(), holds, generic });
             }
         }
         Ok(found)
     }
 
-    /// A field's name, attributes and signature (`GetFieldProps`), the name read into `name`
-    /// (grown once when too short).
-    fn field_props<'a>(&'a self, field: mdFieldDef, name: &mut Vec<u16>) -> Option<(String, DWORD, &'a [u8])> {
+    /// A field's attributes and signature (`GetFieldProps`), its name read into `name` (grown
+    /// once when too short), with the name's length.
+    fn field_props<'a>(&'a self, field: mdFieldDef, name: &mut Vec<u16>) -> Option<(usize, DWORD, &'a [u8])> {
         let (mut class, mut attr, mut sig, mut sig_len, mut flag, mut value, mut value_len) =
             (0u32, 0u32, std::ptr::null(), 0u32, 0u32, std::ptr::null(), 0u32);
         let mut len: ULONG = 0;
@@ -204,7 +208,7 @@ impl Import {
             // SAFETY: as for method signatures: `sig_len` bytes owned by the module's metadata.
             unsafe { std::slice::from_raw_parts(sig, sig_len as usize) }
         };
-        Some((String::from_utf16_lossy(&text[..end]), attr, signature))
+        Some((end, attr, signature))
     }
 
     /// Every token an `Enum*` method gives, `ENUM_BATCH` per call; the enumeration closed after.

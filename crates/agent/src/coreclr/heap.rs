@@ -17,8 +17,11 @@
 //! Static roots: the walk gives each static's slot address, the object, the object's type and
 //! the field's bare name, never the declaring type. After the collection, on the IPC thread,
 //! [`static_owners`] finds it: in each loaded module's metadata, the static fields of those names
-//! (a name index first, so only candidate fields reach the runtime), each candidate's class
-//! (`GetClassFromToken`) and its address (`GetAppDomainStaticAddress`), matched to the slots.
+//! that can hold the slots' objects (by declared type: a name index first, so only candidate
+//! fields reach the runtime), each candidate's class (`GetClassFromToken`) and its address
+//! (`GetAppDomainStaticAddress`), matched to the slots. Leak.exe: 325 of 325 static roots named,
+//! 325 classes asked for, 20–80 ms on the IPC thread (debug build, a loaded machine), most of it
+//! reading the metadata; the program runs meanwhile.
 //! Why not from the slot's address alone: the profiling API has no address-to-field lookup; why
 //! not from the module files (`sonde_metadata::tables`, which spares the runtime its metadata
 //! interfaces): that reader does not read the field table yet — and the snapshot's type names
@@ -116,15 +119,17 @@ const MAX_BASES: usize = 16;
 /// the slot itself for a reference type's field, the box's contents (one pointer past the
 /// object) for a value type's, as `GetAppDomainStaticAddress` gives them.
 ///
-/// Only a field that can hold one of its name's objects is asked about: its declared type must
-/// be the object's type or a base class of it (by name; `object`, arrays, type parameters and
-/// interfaces aside: an interface-typed static is not looked for). `GetClassFromToken` loads a
+/// Only a field that can hold one of its name's objects is asked about: one declared as `object`
+/// or a type parameter, as an array for an array, else as the object's type or one of its base
+/// classes (by name). An interface-typed static is not found (the profiling API does not list a
+/// class's interfaces) and keeps the walk's name. Why be choosy: `GetClassFromToken` loads a
 /// class the program has not loaded — and with it, its parent's and its fields' assemblies,
 /// which may run the program's own resolve handlers: a field named like a root (`<>9`, the C#
 /// compiler's lambda cache, is in every class with lambdas) is no reason to load its class, a
 /// field that can hold the root's object seldom is. A name is no longer looked for once as many
 /// of its slots as the walk had are found, and the search ends when none is left.
-/// The collection ran on this thread (`ForceGC` made it known to the runtime).
+/// The collection ran on this thread (`ForceGC` set it up as a runtime thread, which the
+/// class lookups need).
 fn static_owners(info: &ProfilerInfo, slots: &[StaticSlot]) -> Vec<(u64, String)> {
     if slots.is_empty() {
         return Vec::new();
@@ -149,13 +154,18 @@ fn static_owners(info: &ProfilerInfo, slots: &[StaticSlot]) -> Vec<(u64, String)
             return Vec::new();
         }
     };
+    let lineages = start.elapsed();
     let (mut modules_read, mut candidates, mut classes) = (0usize, 0usize, 0usize);
+    let mut reading = std::time::Duration::ZERO;
     let mut owners = Vec::new();
     for module in modules {
         if left.is_empty() {
             break;
         }
-        let Ok(fields) = info.static_fields(module, &mut |name| left.contains_key(name)) else { continue };
+        let read = Instant::now();
+        let fields = info.static_fields(module, &mut |name| left.contains_key(name));
+        reading += read.elapsed();
+        let Ok(fields) = fields else { continue };
         modules_read += 1;
         candidates += fields.len();
         let mut fields = fields.into_iter().filter(|f| !f.generic && can_hold(&holds, f)).peekable();
@@ -188,8 +198,9 @@ fn static_owners(info: &ProfilerInfo, slots: &[StaticSlot]) -> Vec<(u64, String)
         }
     }
     log!(
-        "heap snapshot: {} of {} static roots' declaring types found in {:?} ({modules_read} modules' metadata \
-         read, {candidates} fields of their names, {classes} classes asked for)",
+        "heap snapshot: {} of {} static roots' declaring types found in {:?} (objects' types {lineages:?}; \
+         {modules_read} modules' metadata read in {reading:?}: {candidates} fields of their names; {classes} classes \
+         asked for)",
         owners.len(),
         slots.len(),
         start.elapsed()
