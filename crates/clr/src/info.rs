@@ -643,6 +643,89 @@ impl ProfilerInfo {
         result
     }
 
+    /// Every module the runtime has loaded (`EnumModules`, ICorProfilerInfo3).
+    pub fn modules(&self) -> Result<Vec<ModuleID>, HResult> {
+        let mut modules: *mut ICorProfilerModuleEnum = null_mut();
+        call!(self.EnumModules(&mut modules))?;
+        let modules = NonNull::new(modules).ok_or(HResult(E_POINTER))?;
+        let mut ids = Vec::new();
+        let mut batch = [0 as ModuleID; 64];
+        loop {
+            let mut fetched: ULONG = 0;
+            // SAFETY: a live enumerator the runtime just handed us; `Next` writes at most `celt`
+            // ids into `batch` and the count into `fetched`.
+            let hr = unsafe {
+                ((*(*modules.as_ptr()).vtbl).Next)(
+                    modules.as_ptr(),
+                    batch.len() as ULONG,
+                    batch.as_mut_ptr(),
+                    &mut fetched,
+                )
+            };
+            ids.extend_from_slice(&batch[..(fetched as usize).min(batch.len())]);
+            if hr != S_OK || fetched == 0 {
+                break;
+            }
+        }
+        // SAFETY: releases the one reference EnumModules gave us.
+        unsafe { ((*(*modules.as_ptr()).vtbl).Release)(modules.as_ptr()) };
+        Ok(ids)
+    }
+
+    /// The static fields of `module`'s types that can hold an object, of the names `wanted`
+    /// accepts, read through the module's metadata interface (`GetModuleMetaData`: see
+    /// `sonde_metadata::tables` for what asking for it costs the runtime).
+    pub fn static_fields(
+        &self,
+        module: ModuleID,
+        wanted: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Vec<metadata::StaticField>, HResult> {
+        let mut import: *mut IUnknown = null_mut();
+        call!(self.GetModuleMetaData(module, ofRead, &IID_IMetaDataImport, &mut import))?;
+        let import = metadata::Import::new(import.cast()).ok_or(HResult(E_POINTER))?;
+        import.static_fields(wanted)
+    }
+
+    /// The class of TypeDef `type_def` of `module` (`GetClassFromToken`). The runtime loads the
+    /// type if it has not yet (it does not run its static constructor); a generic type's
+    /// definition has no class (`CORPROF_E_TYPE_IS_PARAMETERIZED`).
+    pub fn class_from_token(&self, module: ModuleID, type_def: mdTypeDef) -> Result<ClassID, HResult> {
+        let mut class: ClassID = 0;
+        call!(self.GetClassFromToken(module, type_def, &mut class))?;
+        Ok(class)
+    }
+
+    /// The class `class` derives from (`GetClassIDInfo2`): 0 for `System.Object`, an interface,
+    /// or a type without a parent class (an array's is `System.Array`).
+    pub fn base_class(&self, class: ClassID) -> Result<ClassID, HResult> {
+        let (mut module, mut type_def, mut parent, mut n) = (0usize, 0u32, 0usize, 0u32);
+        call!(self.GetClassIDInfo2(class, &mut module, &mut type_def, &mut parent, 0, &mut n, null_mut()))?;
+        Ok(parent)
+    }
+
+    /// The app domains `module` is loaded in (`GetAppDomainsContainingModule`, ICorProfilerInfo3;
+    /// one on .NET Core). Not from a callback: it may trigger a collection.
+    pub fn app_domains_of_module(&self, module: ModuleID) -> Result<Vec<AppDomainID>, HResult> {
+        let mut domains = [0 as AppDomainID; 4];
+        let mut count: ULONG32 = 0;
+        call!(self.GetAppDomainsContainingModule(module, domains.len() as ULONG32, &mut count, domains.as_mut_ptr()))?;
+        Ok(domains[..(count as usize).min(domains.len())].to_vec())
+    }
+
+    /// The address of static field `field` of `class` in `domain` (`GetAppDomainStaticAddress`):
+    /// the slot holding the object for a field of a reference type, the box's contents for a
+    /// value type's. `CORPROF_E_DATAINCOMPLETE` until the class is initialized.
+    pub fn app_domain_static_address(
+        &self,
+        class: ClassID,
+        field: mdFieldDef,
+        domain: AppDomainID,
+    ) -> Result<usize, HResult> {
+        let mut address: *mut c_void = null_mut();
+        call!(self.GetAppDomainStaticAddress(class, field, domain, &mut address))?;
+        Ok(address as usize)
+    }
+
     /// A module's path as the runtime loaded it (empty or a display name for a module that has
     /// no file: dynamic, or loaded from bytes), and its assembly's name.
     pub fn module_path_and_assembly(&self, module: ModuleID) -> Result<(String, String), HResult> {

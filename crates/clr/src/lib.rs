@@ -19,5 +19,6 @@ pub use callback::{EventPipeEvent, ProfilerCallback, class_factory};
 pub use emit::{AssemblyIdentity, ConstructibleType, DEFAULT_CTOR_SIG, ModuleWriter};
 pub use hresult::HResult;
 pub use info::{ProfilerInfo, RuntimeInfo, ThreadWalk, TypeDefNamer, WalkFrame};
+pub use metadata::{Holds, StaticField};
 pub use sonde_clr_sys as sys;
 pub use sonde_metadata::MethodNames;

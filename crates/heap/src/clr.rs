@@ -19,11 +19,14 @@
 //!   (`Entry`) and an array by its element's name; the agent names the ids again after the
 //!   collection, from the metadata (`Namespace.Outer+Inner`, [`ClrHeapDecoder::names`]), and the
 //!   type arguments come from here.
-//! - `GCBulkRootStaticVar` (38): static fields holding objects — the slot, the object, the
-//!   declaring type's id and the field's name: roots named `Acme.Cache.Items`.
+//! - `GCBulkRootStaticVar` (38): static fields holding objects — the slot's address, the
+//!   object, the *object's* type id (not the declaring type's) and the field's bare name
+//!   (`Items`). The declaring type is the agent's to find, from the slot's address
+//!   ([`IdKind::Static`]); the root is then named `Acme.Cache.Items`, else by the object's type
+//!   (`Dictionary<string, Acme.Session>.Items`).
 //!
 //! [`ids_to_name`] tells the agent which ids a record refers to, for it to name after the
-//! collection (types; stack roots' methods).
+//! collection (types; stack roots' methods; static slots' declaring types).
 //!
 //! The runtime writes the bulk arrays from its own structures, padding included; the element
 //! size is read from the payload (its length over the count), never assumed. A payload that
@@ -51,6 +54,11 @@ pub fn is_heap_event(id: u32) -> bool {
 /// How the agent marks a method's name among the names it sends ([`ClrHeapDecoder::names`]):
 /// type and method ids are both addresses, never equal, but the two kinds are named apart.
 pub const METHOD_PREFIX: &str = "method:";
+
+/// How the agent marks a static slot's declaring type among the names it sends
+/// ([`ClrHeapDecoder::names`]): the id is the slot's address (`GCRootID`), the name the type's
+/// (`Acme.Cache`), the field's name comes from the record.
+pub const STATIC_PREFIX: &str = "static:";
 
 /// `Index u32, Count u32, ClrInstanceID u16` before a bulk array.
 const BULK_HEADER: usize = 10;
@@ -90,17 +98,25 @@ pub struct ClrHeapDecoder {
     malformed: u64,
     /// Names for root ids (a stack root's method), given by the agent.
     root_names: HashMap<u64, String>,
-    /// Static roots, named when the snapshot is finished: (declaring type's id, field, object).
-    statics: Vec<(u64, String, u64)>,
+    /// The declaring type of each static slot the agent found, by the slot's address.
+    static_owners: HashMap<u64, String>,
+    /// Static roots, named when the snapshot is finished.
+    statics: Vec<StaticRoot>,
 }
 
 /// What an id in a heap walk's record stands for, for the agent to name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum IdKind {
     /// A type (`TypeID`: CoreCLR's `MethodTable`, the profiling API's `ClassID`).
     Type,
     /// The method of a stack root's frame (its `MethodDesc`, the profiling API's `FunctionID`).
     Method,
+    /// A static field's slot (the id: its address, `GCRootID`), whose declaring type the record
+    /// does not say: the agent finds the static field of that name whose address is the slot
+    /// (named with [`STATIC_PREFIX`]). `object` is the object the slot held at the walk (a value
+    /// type's static is a box, and the runtime gives its address as the box's contents), of
+    /// type `type_id`: the field's declared type is that type or one it derives from.
+    Static { field: String, object: u64, type_id: u64 },
 }
 
 /// The ids `event`'s record refers to that the agent can name better than the record does.
@@ -115,6 +131,10 @@ pub fn ids_to_name(event: u32, payload: &[u8]) -> Vec<(IdKind, u64)> {
         GC_BULK_ROOT_STATIC_VAR => {
             for root in static_roots(payload).unwrap_or_default() {
                 ids.push((IdKind::Type, root.type_id));
+                if root.object != 0 {
+                    let kind = IdKind::Static { field: root.field, object: root.object, type_id: root.type_id };
+                    ids.push((kind, root.slot));
+                }
             }
         }
         GC_BULK_ROOT_EDGE => {
@@ -158,6 +178,8 @@ fn root_edges(payload: &[u8]) -> Option<Vec<RootEdge>> {
 /// One `GCBulkRootStaticVar` value.
 #[derive(Debug, Clone)]
 struct StaticRoot {
+    /// The static's slot (`GCRootID`).
+    slot: u64,
     object: u64,
     type_id: u64,
     field: String,
@@ -170,11 +192,12 @@ fn static_roots(payload: &[u8]) -> Option<Vec<StaticRoot>> {
     let mut at = 14;
     let mut roots = Vec::with_capacity((count as usize).min(payload.len() / 30));
     for _ in 0..count {
+        let slot = u64_at(payload, at)?;
         let object = u64_at(payload, at + 8)?;
         let type_id = u64_at(payload, at + 16)?;
         let (field, after) = utf16z(payload, at + 28)?;
         at = after;
-        roots.push(StaticRoot { object, type_id, field });
+        roots.push(StaticRoot { slot, object, type_id, field });
     }
     Some(roots)
 }
@@ -206,14 +229,15 @@ impl ClrHeapDecoder {
     }
 
     /// Names the agent gave the ids [`ids_to_name`] found: types by their metadata's full name
-    /// (which wins over the record's), stack roots' methods.
+    /// (which wins over the record's), stack roots' methods, static slots' declaring types.
     pub fn names(&mut self, names: &[(u64, String)]) {
         for (id, name) in names {
-            match name.strip_prefix(METHOD_PREFIX) {
-                Some(method) => {
-                    self.root_names.insert(*id, method.to_string());
-                }
-                None => self.types.entry(*id).or_default().name = name.clone(),
+            if let Some(method) = name.strip_prefix(METHOD_PREFIX) {
+                self.root_names.insert(*id, method.to_string());
+            } else if let Some(owner) = name.strip_prefix(STATIC_PREFIX) {
+                self.static_owners.insert(*id, owner.to_string());
+            } else {
+                self.types.entry(*id).or_default().name = name.clone();
             }
         }
     }
@@ -221,9 +245,14 @@ impl ClrHeapDecoder {
     /// The snapshot: every type named (`Namespace.Type<Arg, …>`, arrays by their element type),
     /// the static roots by their declaring type and field.
     pub fn finish(mut self) -> Result<HeapSnapshot, BuildError> {
-        for (type_id, field, object) in std::mem::take(&mut self.statics) {
-            let name = format!("{}.{field}", display_name(&self.types, type_id, 0));
-            self.builder.add_root(RootKind::StaticField, &name, object);
+        for root in std::mem::take(&mut self.statics) {
+            let name = match self.static_owners.get(&root.slot) {
+                Some(owner) => format!("{owner}.{}", root.field),
+                // Not found (a generic class's static, a module the agent could not read): by
+                // the object's type, which is what the record says.
+                None => format!("{}.{}", display_name(&self.types, root.type_id, 0), root.field),
+            };
+            self.builder.add_root(RootKind::StaticField, &name, root.object);
         }
         let mut names: Vec<(u32, String)> =
             self.type_index.iter().map(|(&id, &ty)| (ty, display_name(&self.types, id, 0))).collect();
@@ -308,7 +337,7 @@ impl ClrHeapDecoder {
     fn static_vars(&mut self, payload: &[u8]) -> Option<()> {
         for root in static_roots(payload)? {
             if root.object != 0 {
-                self.statics.push((root.type_id, root.field, root.object));
+                self.statics.push(root);
             }
         }
         Some(())
@@ -540,6 +569,50 @@ mod tests {
             }
         }
         v
+    }
+
+    /// `GCBulkRootStaticVar`: `(slot, object, object's type, field)` each.
+    fn static_vars(list: &[(u64, u64, u64, &str)]) -> Vec<u8> {
+        let mut v = (list.len() as u32).to_le_bytes().to_vec();
+        v.extend(0x7000u64.to_le_bytes());
+        v.extend(1u16.to_le_bytes());
+        for &(slot, object, type_id, field) in list {
+            for x in [slot, object, type_id] {
+                v.extend(x.to_le_bytes());
+            }
+            v.extend(0u32.to_le_bytes());
+            for u in field.encode_utf16().chain([0]) {
+                v.extend(u.to_le_bytes());
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn static_roots_are_named_by_the_declaring_type_the_agent_found_for_their_slot() {
+        let payload = static_vars(&[(0x9000, 0x100, 1, "Items"), (0x9008, 0x200, 2, "Empty"), (0x9010, 0, 2, "None")]);
+        // The agent is asked for the object types and, for each slot holding an object, its owner.
+        let ids = ids_to_name(GC_BULK_ROOT_STATIC_VAR, &payload);
+        assert!(ids.contains(&(IdKind::Type, 1)));
+        assert!(ids.contains(&(IdKind::Static { field: "Items".into(), object: 0x100, type_id: 1 }, 0x9000)));
+        assert!(ids.contains(&(IdKind::Static { field: "Empty".into(), object: 0x200, type_id: 2 }, 0x9008)));
+        assert!(!ids.iter().any(|(_, id)| *id == 0x9010));
+
+        let mut d = ClrHeapDecoder::new(RunFacts::default());
+        d.event(GC_BULK_NODE, &nodes(&[(0x100, 24, 1, 0), (0x200, 24, 2, 0)]));
+        d.event(GC_BULK_ROOT_STATIC_VAR, &payload);
+        d.event(
+            BULK_TYPE,
+            &types(&[(1, 0x12, "System.Collections.Generic.Dictionary`2", &[2, 2]), (2, 0x12, "System.String", &[])]),
+        );
+        // Only the first slot's owner was found (the second's is, say, a generic class).
+        d.names(&[(0x9000, format!("{STATIC_PREFIX}Acme.Cache"))]);
+        assert_eq!(d.malformed(), 0);
+        let heap = d.finish().unwrap();
+        let mut names: Vec<&str> = heap.roots.iter().map(|r| r.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["Acme.Cache.Items", "string.Empty"]);
+        assert!(heap.roots.iter().all(|r| r.kind == RootKind::StaticField));
     }
 
     #[test]
