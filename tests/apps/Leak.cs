@@ -1,7 +1,7 @@
 // A service that leaks (issue 40's heap snapshots): every session it opens stays in a static
 // cache, each holding a 1,000-byte buffer; a linked list of orders lives on Main's stack.
-// Usage: Leak.exe SESSIONS [SECONDS]. Prints "ready" once its heap is built, then waits SECONDS
-// (0: exits at once; -1: until its standard input closes).
+// Usage: Leak.exe SESSIONS [STOPFILE]. Prints "ready" once its heap is built, then (with
+// STOPFILE) waits until that file exists. Exits 0 when its cache still holds every session.
 using System;
 using System.Collections.Generic;
 using System.Threading;
@@ -31,7 +31,7 @@ namespace Acme
         static int Main(string[] args)
         {
             int sessions = args.Length > 0 ? int.Parse(args[0]) : 1000;
-            int seconds = args.Length > 1 ? int.Parse(args[1]) : 0;
+            string stop = args.Length > 1 ? args[1] : null;
             for (int i = 0; i < sessions; i++)
                 Cache.Items["session-" + i] = new Session("session-" + i, 1000);
             Order head = null;
@@ -42,10 +42,8 @@ namespace Acme
                 GC.KeepAlive(new byte[100]);
             Console.WriteLine("ready");
             Console.Out.Flush();
-            if (seconds > 0)
-                Thread.Sleep(seconds * 1000);
-            else if (seconds < 0)
-                Console.In.ReadToEnd();
+            while (stop != null && !System.IO.File.Exists(stop))
+                Thread.Sleep(20);
             GC.KeepAlive(head);
             return Cache.Items.Count == sessions ? 0 : 1;
         }

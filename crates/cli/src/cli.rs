@@ -89,9 +89,9 @@ pub struct PushLabels {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The profile to compare against (before the change).
+    /// The profile (or heap snapshot) to compare against (before the change).
     pub base: PathBuf,
-    /// The profile to compare (after the change).
+    /// The profile (or heap snapshot) to compare (after the change).
     pub new: PathBuf,
     #[arg(short, long, value_enum, default_value_t = DiffFormatArg::Text)]
     pub format: DiffFormatArg,
@@ -329,8 +329,11 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A profile written by `sonde record`.
+    /// A profile written by `sonde record`, or a heap snapshot written by `sonde heap` (text or json).
     pub file: PathBuf,
+    /// A heap snapshot's report: with the retention paths of this type's instances.
+    #[arg(long, value_name = "TYPE")]
+    pub paths: Option<String>,
     #[arg(short, long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the report here instead of stdout.

@@ -16,18 +16,20 @@
 //! from there deadlocks the process (tried, 2026-11-28). The profiling API's own walk
 //! (`ObjectReferences`) needs background collections off for the whole run.
 
-use crate::cli::HeapArgs;
+use crate::cli::{DiffArgs, DiffFormatArg, HeapArgs, ReportArgs};
 use anyhow::{Context, Result, bail};
 use sonde_client::collector::{Session, TakenHeap};
 use sonde_client::control::Served;
 use sonde_client::{End, Options, Recording, Signals, Watch};
-use std::os::unix::process::ExitStatusExt;
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 use sonde_heap::text::TextLimits;
 use sonde_heap::{Analysis, FileKind, HeapReport, HeapSnapshot, PathIndex, TreeLimits};
+use sonde_render::Format;
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+use std::time::Instant;
 
 /// How long the controller waits for the next piece of a snapshot before giving up on it (the
 /// agent gives up after 10 s without the controller reading).
@@ -83,12 +85,18 @@ fn launched(args: &HeapArgs) -> Result<i32> {
         }),
         None => Err(anyhow::anyhow!("process {pid} ended before --after {after}s: no heap snapshot")),
     };
+    if let Err(e) = &written {
+        // Now, not after the program's end, which may be far.
+        crate::say!("sonde: {}", sonde_render::fmt::Clean(&crate::chain(e)));
+    }
     let status = match end {
         End::Exited(status) => status,
         _ => child.wait().context("cannot wait for the program")?,
     };
-    written?;
-    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+    Ok(match written {
+        Ok(()) => status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        Err(_) => 2,
+    })
 }
 
 /// `sonde snapshot --heap`: a heap snapshot of a running recording's process, written to `to`
@@ -167,4 +175,54 @@ pub fn report(heap: &HeapSnapshot, paths: Option<&str>) -> Result<HeapReport> {
     };
     let analysis = Analysis::new(heap, TreeLimits::default());
     Ok(HeapReport::new(heap, &analysis, groups.as_ref().map(|(n, g)| (*n, g.as_slice()))))
+}
+
+/// Whether `path` holds a heap snapshot (by its first bytes).
+pub fn is_heap_file(path: &Path) -> bool {
+    matches!(sonde_heap::file_kind_of(path), Ok(Some(FileKind::Heap)))
+}
+
+/// `sonde report FILE.heap [--paths TYPE] [--format text|json]`.
+pub fn report_file(args: &ReportArgs) -> Result<()> {
+    let heap = sonde_heap::load_heap(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let report = report(&heap, args.paths.as_deref())?;
+    let mut buf = Vec::new();
+    match args.format {
+        Format::Text => sonde_heap::text::write_report(&mut buf, &report, TextLimits::default())?,
+        Format::Json => {
+            buf = report.to_json().into_bytes();
+            buf.push(b'\n');
+        }
+        other => bail!("a heap snapshot renders as text or json, not {other:?}"),
+    }
+    emit(&buf, args.output.as_deref(), "the report")
+}
+
+/// `sonde diff A.heap B.heap`: per type, both snapshots and the change, largest growth first, and
+/// for the types that grew most, where their new instances are held.
+pub fn diff_files(args: &DiffArgs) -> Result<()> {
+    let load = |path: &Path| sonde_heap::load_heap(path).with_context(|| format!("cannot read {}", path.display()));
+    let (base, new) = (load(&args.base)?, load(&args.new)?);
+    let (base_report, new_report) = (report(&base, None)?, report(&new, None)?);
+    let diff = sonde_heap::HeapDiff::new(&base_report, &new_report).with_suspects(&base, &new, 3, 5);
+    let mut buf = Vec::new();
+    match args.format {
+        DiffFormatArg::Text => sonde_heap::text::write_diff(&mut buf, &diff, 25)?,
+        DiffFormatArg::Json => {
+            buf = diff.to_json().into_bytes();
+            buf.push(b'\n');
+        }
+        DiffFormatArg::Html => bail!("heap snapshots compare as text or json (--format text|json)"),
+    }
+    emit(&buf, args.output.as_deref(), "the diff")
+}
+
+fn emit(buf: &[u8], output: Option<&Path>, what: &str) -> Result<()> {
+    match output {
+        Some(path) => std::fs::write(path, buf).with_context(|| format!("cannot write {}", path.display())),
+        None => match std::io::stdout().lock().write_all(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other.with_context(|| format!("cannot write {what}")),
+        },
+    }
 }

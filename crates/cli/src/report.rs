@@ -6,6 +6,12 @@ use sonde_render::{Format, renderer};
 use std::io::{BufWriter, Write};
 
 pub fn report(args: ReportArgs) -> Result<()> {
+    if crate::heap::is_heap_file(&args.file) {
+        return crate::heap::report_file(&args);
+    }
+    if args.paths.is_some() {
+        anyhow::bail!("--paths is for heap snapshots (sonde heap); {} is a profile", args.file.display());
+    }
     let profile = sonde_profile::load(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     if let Some(method) = &args.lines {
         return lines(&args, &profile, method);
@@ -42,6 +48,11 @@ pub fn report(args: ReportArgs) -> Result<()> {
 
 /// `sonde diff BASE NEW`.
 pub fn diff(args: DiffArgs) -> Result<()> {
+    match (crate::heap::is_heap_file(&args.base), crate::heap::is_heap_file(&args.new)) {
+        (true, true) => return crate::heap::diff_files(&args),
+        (false, false) => {}
+        _ => anyhow::bail!("sonde diff compares two profiles or two heap snapshots, not one of each"),
+    }
     let load =
         |path: &std::path::Path| sonde_profile::load(path).with_context(|| format!("cannot read {}", path.display()));
     let (base, new) = (load(&args.base)?, load(&args.new)?);

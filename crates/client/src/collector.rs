@@ -149,7 +149,18 @@ impl Agents {
     /// its pieces keep coming, giving up after `stall` without any (or once the process is
     /// gone). `None` when it did not come.
     pub fn take_heap(&self, pid: u32, stall: Duration) -> Option<TakenHeap> {
-        let session = self.session_of(pid)?;
+        // A program just started may not have said hello yet.
+        let until = Instant::now() + stall;
+        let session = loop {
+            let seen = self.changes.seen();
+            if let Some(session) = self.session_of(pid) {
+                break session;
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            self.changes.wait(seen, until);
+        };
         let (taken_before, mut pieces) = {
             let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
             let writer = s.writer.as_mut()?;

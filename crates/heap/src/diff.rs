@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::HeapReport;
+use crate::model::HeapSnapshot;
+use crate::paths::PathIndex;
+use crate::report::{HeapReport, PathRow, StepRow, path_row};
 
 /// The schema name of a heap diff.
 pub const HEAP_DIFF_SCHEMA: &str = "sonde.heapdiff/1";
@@ -15,6 +17,30 @@ pub const HEAP_DIFF_SCHEMA: &str = "sonde.heapdiff/1";
 pub struct HeapDiff {
     pub schema: String,
     pub types: Vec<TypeChange>,
+    /// The types that grew the most in count, each with its retention paths in both snapshots
+    /// matched by shape, the largest growth first: where the new objects hang ([`HeapDiff::suspects`]).
+    #[serde(default)]
+    pub suspects: Vec<Suspect>,
+}
+
+/// A type that grew, and the shapes of its shortest paths from the roots in both snapshots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspect {
+    pub name: String,
+    pub count_change: i64,
+    pub paths: Vec<PathChange>,
+}
+
+/// One path shape of a [`Suspect`] in both snapshots (zeros where it has none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathChange {
+    pub steps: Vec<StepRow>,
+    pub base_objects: u64,
+    pub new_objects: u64,
+    pub objects_change: i64,
+    pub base_bytes: u64,
+    pub new_bytes: u64,
+    pub bytes_change: i64,
 }
 
 /// One type in both snapshots (zeros where it has no reachable instance).
@@ -65,7 +91,57 @@ impl HeapDiff {
             .collect();
         // Stable after the name order: ties stay alphabetical.
         types.sort_by(|a, b| b.bytes_change.cmp(&a.bytes_change).then(b.count_change.cmp(&a.count_change)));
-        HeapDiff { schema: HEAP_DIFF_SCHEMA.to_string(), types }
+        HeapDiff { schema: HEAP_DIFF_SCHEMA.to_string(), types, suspects: Vec::new() }
+    }
+
+    /// Fills [`HeapDiff::suspects`]: for the `types` types whose count grew the most, their path
+    /// shapes in `base` and `new` (the snapshots the reports were made from), matched by shape,
+    /// the largest growth in objects first, at most `paths` each. Objects cannot be matched across
+    /// snapshots (a collection moves them), shapes can: the shape whose count grew is where the
+    /// new objects are held.
+    pub fn with_suspects(mut self, base: &HeapSnapshot, new: &HeapSnapshot, types: usize, paths: usize) -> Self {
+        let mut grown: Vec<&TypeChange> = self.types.iter().filter(|t| t.count_change > 0).collect();
+        grown.sort_by(|a, b| b.count_change.cmp(&a.count_change).then(b.bytes_change.cmp(&a.bytes_change)));
+        grown.truncate(types);
+        if grown.is_empty() {
+            return self;
+        }
+        let (base_index, new_index) = (PathIndex::new(base), PathIndex::new(new));
+        let rows = |heap: &HeapSnapshot, index: &PathIndex, name: &str| -> Vec<PathRow> {
+            heap.type_named(name)
+                .map_or_else(Vec::new, |ty| index.groups(heap, ty).iter().map(|g| path_row(heap, g)).collect())
+        };
+        let mut suspects = Vec::with_capacity(grown.len());
+        for t in grown {
+            // Per shape: (objects, bytes) in the base, then in the new snapshot.
+            type Both = ((u64, u64), (u64, u64));
+            let mut shapes: BTreeMap<Vec<StepRow>, Both> = BTreeMap::new();
+            for row in rows(base, &base_index, &t.name) {
+                shapes.entry(row.steps).or_default().0 = (row.objects, row.bytes);
+            }
+            for row in rows(new, &new_index, &t.name) {
+                shapes.entry(row.steps).or_default().1 = (row.objects, row.bytes);
+            }
+            let mut changes: Vec<PathChange> = shapes
+                .into_iter()
+                .map(|(steps, ((base_objects, base_bytes), (new_objects, new_bytes)))| PathChange {
+                    steps,
+                    base_objects,
+                    new_objects,
+                    objects_change: new_objects as i64 - base_objects as i64,
+                    base_bytes,
+                    new_bytes,
+                    bytes_change: new_bytes as i64 - base_bytes as i64,
+                })
+                .collect();
+            // The shapes that hold the change; the unchanged ones say nothing about it.
+            changes.retain(|c| c.objects_change != 0);
+            changes.sort_by(|a, b| b.objects_change.cmp(&a.objects_change).then(b.bytes_change.cmp(&a.bytes_change)));
+            changes.truncate(paths);
+            suspects.push(Suspect { name: t.name.clone(), count_change: t.count_change, paths: changes });
+        }
+        self.suspects = suspects;
+        self
     }
 
     /// The diff as JSON text.

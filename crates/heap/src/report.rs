@@ -88,7 +88,7 @@ pub struct PathRow {
 
 /// One step of a path: `kind` is `root` (with `root_kind`, `root_name`) or `object` (with
 /// `type`, and `field`: the field of the previous object it is reached through, when known).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct StepRow {
     pub kind: String,
     #[serde(rename = "type")]
@@ -179,7 +179,7 @@ fn dominator_row(heap: &HeapSnapshot, analysis: &Analysis, node: &DominatorNode)
     }
 }
 
-fn path_row(heap: &HeapSnapshot, group: &PathGroup) -> PathRow {
+pub(crate) fn path_row(heap: &HeapSnapshot, group: &PathGroup) -> PathRow {
     let steps = group
         .steps
         .iter()

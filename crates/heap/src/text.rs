@@ -8,7 +8,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use crate::diff::HeapDiff;
-use crate::report::{DominatorRow, HeapReport, PathRow};
+use crate::report::{DominatorRow, HeapReport, PathRow, StepRow};
 
 /// How many rows of each part the text report shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub fn write_report(mut w: impl Write, report: &HeapReport, limits: TextLimits) 
 
     writeln!(w, "\nRoots\n{:>12} {:>12}  root", "bytes", "objects")?;
     for r in report.roots.iter().take(limits.roots) {
-        writeln!(w, "{:>12} {:>12}  {} {}", bytes(r.bytes), count(r.count), r.kind, Clean(&r.name))?;
+        writeln!(w, "{:>12} {:>12}  {}", bytes(r.bytes), count(r.count), root_label(&r.kind, &r.name))?;
     }
     more(&mut w, report.roots.len(), limits.roots, "roots")?;
 
@@ -128,16 +128,21 @@ fn write_dominator(w: &mut impl Write, node: &DominatorRow, depth: usize) -> io:
 /// `static Acme.Cache.Items → Dictionary<string, Acme.Session>._entries → Entry[] → Acme.Session`:
 /// each object step followed by the field the next step is reached through.
 pub fn path_text(path: &PathRow) -> String {
+    steps_text(&path.steps)
+}
+
+/// [`path_text`] of a path's steps.
+pub fn steps_text(steps: &[StepRow]) -> String {
     let mut parts: Vec<String> = Vec::new();
-    for (i, step) in path.steps.iter().enumerate() {
+    for (i, step) in steps.iter().enumerate() {
         let mut part = match (&step.root_kind, &step.root_name) {
-            (Some(kind), Some(name)) => format!("{kind} {}", Clean(name)),
+            (Some(kind), Some(name)) => root_label(kind, name),
             _ => Clean(step.ty.as_deref().unwrap_or("?")).to_string(),
         };
         if step.repeated {
             part.push_str(" (repeated)");
         }
-        if let Some(field) = path.steps.get(i + 1).and_then(|next| next.field.as_deref()) {
+        if let Some(field) = steps.get(i + 1).and_then(|next| next.field.as_deref()) {
             part = format!("{part}.{}", Clean(field));
         }
         if step.more {
@@ -146,6 +151,20 @@ pub fn path_text(path: &PathRow) -> String {
         parts.push(part);
     }
     parts.join(" → ")
+}
+
+/// A root as the text shows it: a static field as `static Acme.Cache.Items`; the others by their
+/// name alone when it says the kind already (`weak handle`, `stack: Acme.Program.Main`), else
+/// both.
+fn root_label(kind: &str, name: &str) -> String {
+    let kind_words = kind.replace('_', " ");
+    if kind != "static"
+        && (name.starts_with(&kind_words) || (kind == "finalizer_queue" && name.starts_with("finalizer")))
+    {
+        Clean(name).to_string()
+    } else {
+        format!("{kind_words} {}", Clean(name))
+    }
 }
 
 /// Writes the text report of a diff: the types that changed, the largest growth first.
@@ -168,7 +187,26 @@ pub fn write_diff(mut w: impl Write, diff: &HeapDiff, limit: usize) -> io::Resul
     if changed.is_empty() {
         writeln!(w, "  no type changed")?;
     }
-    more(&mut w, changed.len(), limit, "changed types")
+    more(&mut w, changed.len(), limit, "changed types")?;
+    for suspect in &diff.suspects {
+        writeln!(
+            w,
+            "\nWhere the {} new {} are held (objects: base → new)",
+            signed(suspect.count_change),
+            Clean(&suspect.name)
+        )?;
+        for p in &suspect.paths {
+            writeln!(
+                w,
+                "  {:>10}  {}  ({} → {})",
+                signed(p.objects_change),
+                steps_text(&p.steps),
+                count(p.base_objects),
+                count(p.new_objects)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn more(w: &mut impl Write, total: usize, shown: usize, what: &str) -> io::Result<()> {

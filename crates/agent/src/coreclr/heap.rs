@@ -73,7 +73,9 @@ pub fn take(info: &ProfilerInfo) -> crate::ipc::heap::Taken {
     let session = info
         .event_pipe_start_session(&[(eventpipe::PROVIDER, keywords, eventpipe::LEVEL_INFORMATIONAL)])
         .map_err(|e| format!("the runtime refused the heap walk's event session ({e})"))?;
+    let start = std::time::Instant::now();
     let collected = info.force_gc();
+    let pause_ns = start.elapsed().as_nanos() as u64;
     if let Err(e) = info.event_pipe_stop_session(session) {
         log!("EventPipeStopSession (heap walk) failed: {e}");
     }
@@ -97,7 +99,7 @@ pub fn take(info: &ProfilerInfo) -> crate::ipc::heap::Taken {
         }
     }
     names.extend(static_owners(info, &slots));
-    Ok(names)
+    Ok(crate::ipc::heap::Names { names, pause_ns })
 }
 
 /// A static root as the walk reported it.

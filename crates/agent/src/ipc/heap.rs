@@ -12,9 +12,17 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// What a backend's snapshot returns: the names of types its walk referred to without
-/// describing, or why there is no snapshot.
-pub type Taken = Result<Vec<(u64, String)>, String>;
+/// What a backend's snapshot returns: the names of what its walk referred to without naming it,
+/// and how long the program was stopped for it; or why there is no snapshot.
+pub type Taken = Result<Names, String>;
+
+/// See [`Taken`].
+pub struct Names {
+    pub names: Vec<(u64, String)>,
+    /// The collection and its walk, during which the program's threads were stopped (the naming
+    /// after it runs beside the program).
+    pub pause_ns: u64,
+}
 
 type Taker = Arc<dyn Fn() -> Taken + Send + Sync>;
 
@@ -57,12 +65,11 @@ pub fn take(link: &'static Link) {
             (taken, CURRENT.lock().unwrap_or_else(|e| e.into_inner()).take())
         }
     };
-    let pause_ns = start.elapsed().as_nanos() as u64;
     let chunks = current.as_ref().map_or(0, |c| c.chunks);
-    let (error, type_names) = match (taken, current.and_then(|c| c.failed)) {
-        (Err(e), _) => (Some(e), Vec::new()),
-        (Ok(_), Some(failed)) => (Some(failed), Vec::new()),
-        (Ok(names), None) => (None, names),
+    let (error, type_names, pause_ns) = match (taken, current.and_then(|c| c.failed)) {
+        (Err(e), _) => (Some(e), Vec::new(), 0),
+        (Ok(_), Some(failed)) => (Some(failed), Vec::new(), 0),
+        (Ok(Names { names, pause_ns }), None) => (None, names, pause_ns),
     };
     log!(
         "heap snapshot: {chunks} pieces in {:?}{}",
