@@ -21,11 +21,11 @@
 //!   index in the table of compiled methods (below), found through lock-free tables by
 //!   `MonoMethod*` or, for AOT code (which the async-safe walk cannot map to a method) and
 //!   shared generic code, by the code's start address; failing both, the `MonoMethod*` or the
-//!   code address, tagged. When the
-//!   thread was interrupted outside the leaf managed frame (native code: a system call, the
-//!   runtime), the interrupted address comes first, tagged, so the drain can name the native code
-//!   as the CoreCLR backend does. A compiled method's value also says where in its code the frame
-//!   was (the interrupted instruction, or a caller's call instruction), for lines. No allocation,
+//!   code address, tagged. When the thread was interrupted outside the leaf managed frame
+//!   (native code: a system call, the runtime), the interrupted address comes first, tagged, so
+//!   the drain can name the native code as the CoreCLR backend does. In debug mode a compiled
+//!   method's value also says where in its code the frame was (the interrupted instruction, or a
+//!   caller's call instruction), for lines. No allocation,
 //!   lock, Mono call other than the walk, or panic path. A stack with no managed frame is not
 //!   recorded (counted as `no_managed_frames`).
 //! * **Lines** need Mono's debug mode (`mono --debug`, or `--debug` in `MONO_ENV_OPTIONS`), the
