@@ -198,7 +198,7 @@ enum Names {
 /// The images whose methods were compiled: image → index of its file's path, or `None` when it
 /// has no file to read (loaded from memory).
 struct Images {
-    by_image: std::collections::HashMap<usize, Option<u32>>,
+    by_image: sampling::AddressMap<usize, Option<u32>>,
     paths: Vec<String>,
     /// The last image looked up (methods come image by image).
     last: Option<(usize, Option<u32>)>,
