@@ -7,8 +7,8 @@ runtime are not always, so some of the drain's samples have no agent frame: "dra
   perf record -F 5000 -g -o F -- sonde record -q -o r.sonde -- dotnet PROGRAM ...
   scripts/perf-agent-split.py "before=F_before*" "after=F_after*"
 
-Prints a Markdown table: each row's share of each run's samples, min–max over a group's runs;
-the rows for Mono's callbacks (`mono PROGRAM`) and for the drain's Mono steps are empty on
+Prints a Markdown table: each row's share of each run's samples, min–max (median) over a group's
+runs; the rows for Mono's callbacks (`mono PROGRAM`) and for the drain's Mono steps are empty on
 CoreCLR, and the other way round. The last rows: the agent in all (its threads, and its frames on
 the program's threads), and the agent's library as the leaf of a sample (`perf report --sort
 dso`'s figure).
@@ -16,6 +16,7 @@ dso`'s figure).
 import collections
 import glob
 import re
+import statistics
 import subprocess
 import sys
 
@@ -98,7 +99,9 @@ def shares(path):
 
 def span(values):
     lo, hi = f"{min(values):.2f}", f"{max(values):.2f}"
-    return f"{lo}%" if lo == hi else f"{lo}–{hi}%"
+    if lo == hi:
+        return f"{lo}%"
+    return f"{lo}–{hi}% ({statistics.median(values):.2f}%)"
 
 
 def main():

@@ -558,6 +558,9 @@ struct Noted {
     /// Counts the addresses whose method changed (code freed and compiled over), for the drain
     /// to drop what it cached by value.
     replaced: u64,
+    /// The list taken in last, emptied: the next one the compiling threads append to (its pages
+    /// already touched, its capacity grown).
+    spare: Vec<CodeNote>,
 }
 
 static NOTED: Mutex<Option<Noted>> = Mutex::new(None);
@@ -573,10 +576,11 @@ impl Noted {
 
     /// What was noted since the last look, in order.
     fn take_in(&mut self) {
-        let taken = std::mem::take(&mut notes().code);
+        let spare = std::mem::take(&mut self.spare);
+        let mut taken = std::mem::replace(&mut notes().code, spare);
         self.by_method.reserve(taken.len());
         self.by_code.reserve(taken.len());
-        for CodeNote { method, code, index, fresh } in taken {
+        for CodeNote { method, code, index, fresh } in taken.drain(..) {
             let index = *self.by_method.entry(method).or_insert(index);
             if code == 0 {
                 continue;
@@ -589,6 +593,7 @@ impl Noted {
                 _ => {}
             }
         }
+        self.spare = taken;
     }
 }
 
