@@ -16,6 +16,9 @@ Workloads (`--workloads`, all four by default):
   mcs       Mono's C# compiler (mcs.exe) on .NET 8 compiling five files: JIT-heavy, many modules
   roslyn    Roslyn (target/roslyn/Microsoft.CodeAnalysis*.dll, driven by tests/tools/Csc.cs as
             the tests run it) on .NET 8 compiling tests/apps/Demo.cs: ~3x mcs's JIT work
+  mono-mcs  the same mcs.exe on Mono (`mono`, SONDE_MONO) compiling the same five files: Mono's
+            own sampler, JIT and AOT loads (`--mono`, or in `--workloads`; not in the default
+            set). EventPipe is CoreCLR's: not run on it
 
 Modes, each run on every workload in every round (their order rotated from round to round, so
 machine noise hits all of them alike):
@@ -36,7 +39,7 @@ controller and the program with the agent's threads; for perf, perf itself), eac
 and this agent against the other, as the median of each round's ratio (both ran in that round).
 
 Usage: scripts/bench-compare.py [--agent OLD/libsonde_agent.so] [--workloads loop,trivial,mcs,roslyn]
-                                [--rounds 15] [--rate 1000] [--millions 2000] [--markdown]
+                                [--mono] [--rounds 15] [--rate 1000] [--millions 2000] [--markdown]
 `--markdown` prints the table for BENCHMARKS.md with the date, the commit and the exact command.
 Needs: cargo build --release; scripts/setup.sh (SONDE_DOTNET, SONDE_MCS, Roslyn in target/roslyn);
 /usr/lib/mono/4.5 (Debian's mono-mcs) for mcs.exe; `perf` (Debian's linux-perf). Keep the other
@@ -60,7 +63,10 @@ from bench import ROOT, SONDE, compile_app, cpu_of, env_file  # noqa: E402
 MONO_LIB = Path("/usr/lib/mono/4.5")
 MCS_FILES = ["Demo", "Calls", "Harm", "Busy", "Leaves"]
 ROSLYN_FILE = "Demo"
-WORKLOADS = ["loop", "trivial", "mcs", "roslyn"]
+WORKLOADS = ["loop", "trivial", "mcs", "roslyn", "mono-mcs"]
+DEFAULT_WORKLOADS = ["loop", "trivial", "mcs", "roslyn"]
+# Modes that only mean something on CoreCLR: left out for the Mono workload.
+CORECLR_ONLY = {"EventPipe", "this agent, signal"}
 # dotnet-trace's default (cpu-sampling) profile, as scripts/bench-cost.py and bench-sampling.py
 # run it: the sample profiler (1 kHz, fixed in the runtime) and the runtime's default keywords.
 EVENTPIPE_CONFIG = "Microsoft-DotNETCore-SampleProfiler:0:5,Microsoft-Windows-DotNETRuntime:4c14fccbd:5"
@@ -75,7 +81,7 @@ def programs(names, tools, work, millions):
         out["loop"] = [dotnet, str(busy), "1", str(millions)]
     if "trivial" in names:
         out["trivial"] = [dotnet, str(compile_app(mcs, "ExitCode", work)), "0"]
-    if "mcs" in names:
+    if "mcs" in names or "mono-mcs" in names:
         if not (MONO_LIB / "mcs.exe").exists():
             sys.exit(f"bench-compare: no {MONO_LIB / 'mcs.exe'} (Debian's mono-mcs) for the mcs workload")
         (work / "mcs").mkdir()
@@ -83,8 +89,14 @@ def programs(names, tools, work, millions):
         shutil.copy(busy.with_suffix(".runtimeconfig.json"), work / "mcs" / "mcs.runtimeconfig.json")
         refs = [f"-r:{MONO_LIB / a}" for a in ("mscorlib.dll", "System.dll", "System.Core.dll")]
         sources = [str(ROOT / "tests/apps" / f"{n}.cs") for n in MCS_FILES]
-        out["mcs"] = [dotnet, str(work / "mcs" / "mcs.exe"), "-nostdlib", *refs, "-t:library",
-                      f"-out:{work / 'mcs-out.dll'}", *sources]
+        args = [str(work / "mcs" / "mcs.exe"), "-nostdlib", *refs, "-t:library", f"-out:{work / 'mcs-out.dll'}", *sources]
+        if "mcs" in names:
+            out["mcs"] = [dotnet, *args]
+        if "mono-mcs" in names:
+            mono = tools.get("SONDE_MONO") or shutil.which("mono")
+            if not mono:
+                sys.exit("bench-compare: no Mono (SONDE_MONO, or `mono` on PATH) for the mono-mcs workload")
+            out["mono-mcs"] = [mono, *args]
     if "roslyn" in names:
         # Csc.exe beside the Roslyn DLLs, run by dotnet directly (target/roslyn/csc is a shell
         # wrapper: one more process in the tree).
@@ -150,6 +162,11 @@ def commit():
     return head + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+def applies(workload, mode):
+    """Whether `mode` is run on `workload` (CoreCLR's own modes are not run on Mono)."""
+    return not (workload == "mono-mcs" and mode in CORECLR_ONLY)
+
+
 def measure(args, progs, mode_table):
     """{(workload, mode): [(wall s, CPU s) per round]}, modes interleaved and rotated per round."""
     names = list(mode_table)
@@ -160,12 +177,15 @@ def measure(args, progs, mode_table):
         cpu_of(cmd, mode_table["bare"][1])
     for m in names[1:]:
         prefix, env = mode_table[m]
-        cpu_of(prefix + progs[warm], env)
-    runs = {(w, m): [] for w in progs for m in names}
+        if applies(warm, m):
+            cpu_of(prefix + progs[warm], env)
+    runs = {(w, m): [] for w in progs for m in names if applies(w, m)}
     for r in range(args.rounds):
         order = names[r % len(names):] + names[: r % len(names)]
         for w, cmd in progs.items():
             for m in order:
+                if not applies(w, m):
+                    continue
                 prefix, env = mode_table[m]
                 cpu, wall, out = cpu_of(prefix + cmd, env)
                 runs[(w, m)].append((loop_ms(out) if w == "loop" else wall, cpu))
@@ -182,12 +202,12 @@ def table(runs, names):
     against the other: (workload, wall ratio, CPU ratio), medians of the rounds' ratios."""
     med = statistics.median
     rows, pairs = [], []
-    order = ["loop", "loop, net of start-up", "trivial", "mcs", "roslyn"]
+    order = ["loop", "loop, net of start-up", "trivial", "mcs", "roslyn", "mono-mcs"]
     for w in sorted(dict.fromkeys(w for w, _ in runs), key=order.index):
         bare = runs[(w, "bare")]
         bw = med(x for x, _ in bare) if bare[0][0] is not None else None
         bc = med(c for _, c in bare)
-        for m in names:
+        for m in (m for m in names if (w, m) in runs):
             wall = med(x for x, _ in runs[(w, m)]) if bw is not None else None
             cpu = med(c for _, c in runs[(w, m)])
             if m == "bare":
@@ -216,7 +236,10 @@ def main():
                     "(the same build's `sonde`)")
     ap.add_argument("--signal", action="store_true",
                     help="also this agent with its signal sampler (SONDE_SAMPLER=signal), the fallback")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, of " + ",".join(WORKLOADS))
+    ap.add_argument("--workloads", help="comma-separated, of " + ",".join(WORKLOADS) + " (default: "
+                    + ",".join(DEFAULT_WORKLOADS) + ")")
+    ap.add_argument("--mono", action="store_true",
+                    help="the Mono workload (mono-mcs): alone, or with those --workloads names")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--rate", type=int, default=1000, help="Sonde's and perf's rate, Hz (EventPipe's is 1 kHz)")
     ap.add_argument("--millions", type=int, default=2000, help="the loop's iterations, millions (2000: ~5 s, so that start-up is a small part)")
@@ -224,7 +247,8 @@ def main():
     # The one-program form BENCHMARKS.md's earlier sections ran (`--program mcs`): that workload.
     ap.add_argument("--program", choices=["mcs", "trivial"], help=argparse.SUPPRESS)
     args = ap.parse_args()
-    names = [w.strip() for w in (args.program or args.workloads).split(",") if w.strip()]
+    asked = args.program or args.workloads or ("" if args.mono else ",".join(DEFAULT_WORKLOADS))
+    names = [w.strip() for w in asked.split(",") if w.strip()] + (["mono-mcs"] if args.mono else [])
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown or not names:
         sys.exit(f"bench-compare: --workloads: unknown {', '.join(unknown) or '(none)'}; of {','.join(WORKLOADS)}")

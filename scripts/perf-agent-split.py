@@ -7,11 +7,16 @@ runtime are not always, so some of the drain's samples have no agent frame: "dra
   perf record -F 5000 -g -o F -- sonde record -q -o r.sonde -- dotnet PROGRAM ...
   scripts/perf-agent-split.py "before=F_before*" "after=F_after*"
 
-Prints a Markdown table: each row's share of each run's samples, min–max over a group's runs.
+Prints a Markdown table: each row's share of each run's samples, min–max (median) over a group's
+runs; the rows for Mono's callbacks (`mono PROGRAM`) and for the drain's Mono steps are empty on
+CoreCLR, and the other way round. The last rows: the agent in all (its threads, and its frames on
+the program's threads), and the agent's library as the leaf of a sample (`perf report --sort
+dso`'s figure).
 """
 import collections
 import glob
 import re
+import statistics
 import subprocess
 import sys
 
@@ -52,9 +57,15 @@ ROWS = [
     ("program threads: signal handler", "program", has("handler::on_signal")),
     ("program threads: other callbacks (cached searches, module loads, shutdown)", "program",
      has("sonde_clr::callback::")),
-    ("drain: native symbol tables", "sonde-drain", has("NativeNames", "native_symbol", "sonde_symbols")),
+    ("program threads: Mono's jit_begin/jit_done", "program",
+     has("sonde_mono::profiler::jit_begin", "sonde_mono::profiler::jit_done")),
+    ("program threads: Mono's sample_hit (the walk)", "program", has("sonde_mono::profiler::sample_hit")),
+    ("program threads: Mono's other callbacks (threads, GC, exceptions, shutdown)", "program",
+     has("sonde_mono::profiler::")),
+    ("drain: native symbol tables", "sonde-drain", has("NativeNames", "native_symbol", "sonde_symbols", "_dl_addr")),
     ("drain: naming methods (module files' metadata)", "sonde-drain",
-     has("ClrFrames::names", "ClrFrames::managed", "FrameResolver>::compiling")),
+     has("ClrFrames::names", "ClrFrames::managed", "FrameResolver>::compiling", "MonoFrames::names")),
+    ("drain: Mono's noted methods and code, taken in", "sonde-drain", has("Noted::take_in", "mono::sampling::noted")),
     ("drain: IL maps (GetILToNativeMapping3)", "sonde-drain", has("il_to_native_map")),
     ("drain: which addresses are code (images: mappings, JIT code)", "sonde-drain",
      has("Images::verdict", "ClrFrames::verdict")),
@@ -68,20 +79,29 @@ ROWS = [
 ]
 
 
+LIBRARY = "libsonde_agent.so"
+
+
 def shares(path):
-    total, count = 0, collections.Counter()
+    total, count, leaf = 0, collections.Counter(), 0
     for comm, frames in samples(path):
         total += 1
         k = kind(comm)
         row = next((name for name, kk, pred in ROWS if kk == k and pred(frames)), None)
         if row:
             count[row] += 1
-    return total, {name: 100 * count[name] / max(total, 1) for name, _, _ in ROWS}
+        if frames and frames[0][1].endswith(LIBRARY):
+            leaf += 1
+    found = {name: 100 * count[name] / max(total, 1) for name, _, _ in ROWS}
+    found[LIBRARY] = 100 * leaf / max(total, 1)
+    return total, found
 
 
 def span(values):
     lo, hi = f"{min(values):.2f}", f"{max(values):.2f}"
-    return f"{lo}%" if lo == hi else f"{lo}–{hi}%"
+    if lo == hi:
+        return f"{lo}%"
+    return f"{lo}–{hi}% ({statistics.median(values):.2f}%)"
 
 
 def main():
@@ -93,8 +113,9 @@ def main():
     print("|---|" + "---:|" * len(groups))
     for name, _, _ in ROWS:
         print(f"| {name} | " + " | ".join(span([s[name] for _, s in runs]) for runs in groups.values()) + " |")
-    agent = lambda s: sum(v for k, v in s.items() if not k.startswith("controller"))
+    agent = lambda s: sum(v for k, v in s.items() if not k.startswith("controller") and k != LIBRARY)
     print("| **the agent in all** | " + " | ".join(span([agent(s) for _, s in runs]) for runs in groups.values()) + " |")
+    print(f"| {LIBRARY} as the leaf (any thread) | " + " | ".join(span([s[LIBRARY] for _, s in runs]) for runs in groups.values()) + " |")
     print("| samples per run | " + " | ".join(", ".join(str(t) for t, _ in runs) for runs in groups.values()) + " |")
 
 

@@ -15,14 +15,17 @@
 //!   the thread's last sample, `cpu` by the CPU time the thread ran since — a thread that has not
 //!   run records nothing and is not walked. See `docs/SAMPLING.md`.
 //! * **The walk** (`sample_hit`, in the signal handler): `mono_stack_walk_async_safe` reports the
-//!   managed frames, leaf first. Each becomes one value in the ring: the method's index in the
-//!   table of compiled methods (below), found through lock-free tables by `MonoMethod*` or, for
-//!   AOT code (which the async-safe walk cannot map to a method) and shared generic code, by the
-//!   code's start address; failing both, the `MonoMethod*` or the code address, tagged. When the
-//!   thread was interrupted outside the leaf managed frame (native code: a system call, the
-//!   runtime), the interrupted address comes first, tagged, so the drain can name the native code
-//!   as the CoreCLR backend does. A compiled method's value also says where in its code the frame
-//!   was (the interrupted instruction, or a caller's call instruction), for lines. No allocation,
+//!   managed frames, leaf first. Each becomes one value in the ring. Without Mono's debug mode
+//!   (the usual case) that is the frame's code start, tagged, which the drain looks up among
+//!   the code the compiling threads noted (`Seen::deferred`). In debug mode it is the method's
+//!   index in the table of compiled methods (below), found through lock-free tables by
+//!   `MonoMethod*` or, for AOT code (which the async-safe walk cannot map to a method) and
+//!   shared generic code, by the code's start address; failing both, the `MonoMethod*` or the
+//!   code address, tagged. When the thread was interrupted outside the leaf managed frame
+//!   (native code: a system call, the runtime), the interrupted address comes first, tagged, so
+//!   the drain can name the native code as the CoreCLR backend does. In debug mode a compiled
+//!   method's value also says where in its code the frame was (the interrupted instruction, or a
+//!   caller's call instruction), for lines. No allocation,
 //!   lock, Mono call other than the walk, or panic path. A stack with no managed frame is not
 //!   recorded (counted as `no_managed_frames`).
 //! * **Lines** need Mono's debug mode (`mono --debug`, or `--debug` in `MONO_ENV_OPTIONS`), the
@@ -37,7 +40,9 @@
 //!   the profile lists sampled methods only, as on CoreCLR. The compiling thread (`jit_done`,
 //!   attached to the runtime, for every method Mono compiles or loads from an AOT image) only
 //!   notes where the method's metadata is: its image and MethodDef token (a few field reads; it
-//!   used to name every method there, ~6% of the samples of Mono's C# compiler). Methods without
+//!   used to name every method there, ~6% of the samples of Mono's C# compiler), appended to a
+//!   list with where its code starts, which the drain takes in at each pass (it used to insert
+//!   each method and code start into two lock-free tables: 1–3% more). Methods without
 //!   a row (wrappers, dynamic methods) and images without a file are named there, with Mono's
 //!   API: never in the signal handler, never on the drain thread, which is not attached to the
 //!   runtime (a Mono call there aborts the process).
@@ -73,13 +78,13 @@ const PAYLOAD: u64 = (1 << TAG_SHIFT) - 1;
 /// What the Mono backend knows to name samples, one per process: written on the compiling threads
 /// (`jit_done`: the methods, their code and line tables), read by the drain thread (which never
 /// calls Mono) through the values Mono's walk wrote. Only grows, bounded by the methods Mono
-/// compiles; `any_debug` is set once, at start-up.
+/// compiles; `any_debug` and `deferred` are set once, at start-up.
 struct Seen {
-    /// Every method Mono compiled (or loaded precompiled): `(MonoMethod*, where its names are)`,
-    /// indexed by the values [`IDS`] (by method) and [`Seen::code`] (by code start) hold in sampling mode.
-    compiled: Mutex<Vec<(usize, Names)>>,
-    images: Mutex<Option<Images>>,
-    /// Code start → index into [`Seen::compiled`].
+    /// Every method Mono compiled (or loaded precompiled), where its names are, and the images
+    /// they came from: one lock per method noted.
+    notes: Mutex<Notes>,
+    /// Code start → index into [`Notes::compiled`] (the methods compiled eagerly: see
+    /// [`Seen::deferred`]).
     code: MethodIds,
     line_tables: Mutex<Option<LineTables>>,
     /// Set once a table is kept: until then the drain looks for none.
@@ -92,59 +97,180 @@ struct Seen {
     noted_before_compiling: Mutex<std::collections::BTreeSet<u32>>,
     /// Mono runs in its debug mode (line tables exist).
     any_debug: AtomicBool,
+    /// Sampling without Mono's debug mode: the compiling threads only append what they note to
+    /// [`Notes::code`], the walk writes each frame's code start as it is, and the drain looks the
+    /// code up in what was noted ([`noted`]). Inserting every method and code start into the
+    /// lock-free tables the walk read was most of the compiling threads' work (thousands of
+    /// methods loaded precompiled in a short run; a few cache and TLB misses each, 1–5 µs here),
+    /// and the walk's look-ups most of its own. The walk's method for a frame is the one its
+    /// code was compiled for (the async-safe walk does not look up the instantiation a shared
+    /// generic frame runs for), so the code names the same method. Frames then carry no native
+    /// offset, which only Mono's debug mode has a use for (lines): with it, the tables as before.
+    deferred: AtomicBool,
 }
 
 static SEEN: Seen = Seen {
-    compiled: Mutex::new(Vec::new()),
-    images: Mutex::new(None),
+    notes: Mutex::new(Notes { compiled: Chunks::new(), images: None, code: Vec::new() }),
     code: MethodIds::new(),
     line_tables: Mutex::new(None),
     any_line_table: AtomicBool::new(false),
     line_tables_withdrawn: AtomicU64::new(0),
     noted_before_compiling: Mutex::new(std::collections::BTreeSet::new()),
     any_debug: AtomicBool::new(false),
+    deferred: AtomicBool::new(false),
 };
+
+struct Notes {
+    /// `(MonoMethod*, where its names are)`, indexed by the values [`IDS`] (by method),
+    /// [`Seen::code`] (by code start) and [`noted`] hold in sampling mode.
+    compiled: Chunks<(usize, Names)>,
+    images: Option<Images>,
+    /// What was noted since the drain last looked ([`Seen::deferred`]), in order.
+    code: Vec<CodeNote>,
+}
+
+/// A method noted for the drain ([`Seen::deferred`]).
+struct CodeNote {
+    /// The `MonoMethod*`.
+    method: usize,
+    /// Where its code starts (0: its compilation began).
+    code: usize,
+    /// Its index into [`Notes::compiled`] (a method noted twice keeps its first).
+    index: u32,
+    /// Code just compiled (its `jit_begin` was on this thread): new code, which replaces any the
+    /// same address held before (code freed, e.g. a dynamic method's). Other notes (a method
+    /// loaded precompiled, a P/Invoke noted with its wrapper's code) leave an address's method
+    /// as it was.
+    fresh: bool,
+}
+
+fn notes() -> std::sync::MutexGuard<'static, Notes> {
+    SEEN.notes.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Append-only, in chunks that never move: a push never copies what is already there (the
+/// table reaches thousands of entries in a short run, and a growing `Vec` copied them, faulting
+/// in fresh pages, on the compiling thread).
+struct Chunks<T> {
+    chunks: Vec<Vec<T>>,
+}
+
+const CHUNK: usize = 1024;
+
+impl<T> Chunks<T> {
+    const fn new() -> Chunks<T> {
+        Chunks { chunks: Vec::new() }
+    }
+
+    fn len(&self) -> usize {
+        self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * CHUNK + last.len())
+    }
+
+    /// Appends `value`; its index.
+    fn push(&mut self, value: T) -> usize {
+        let index = self.len();
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => last.push(value),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(value);
+                self.chunks.push(chunk);
+            }
+        }
+        index
+    }
+
+    fn get(&self, index: usize) -> Option<&T> {
+        self.chunks.get(index / CHUNK)?.get(index % CHUNK)
+    }
+}
 
 /// Where a compiled method's names are.
 #[derive(Clone)]
 enum Names {
     /// Named when compiled (no metadata row, or an image without a file).
-    Known(MethodNames),
-    /// MethodDef `token` of the image file [`Seen::images`] holds at `image`; the type arguments of
-    /// its class when it is a generic instance.
+    Known(Box<MethodNames>),
+    /// MethodDef `token` of the image file [`Notes::images`] holds at `image`; the type arguments
+    /// of its class when it is a generic instance.
     InFile { image: u32, token: u32, type_args: Vec<String> },
 }
 
 /// The images whose methods were compiled: image → index of its file's path, or `None` when it
 /// has no file to read (loaded from memory).
 struct Images {
-    by_image: std::collections::HashMap<usize, Option<u32>>,
+    by_image: sampling::AddressMap<usize, Option<u32>>,
     paths: Vec<String>,
+    /// The last image looked up (methods come image by image).
+    last: Option<(usize, Option<u32>)>,
 }
 
-/// The index of `method`'s image file (the image's first method looks its path up, once).
-fn image_file(image: usize, method: &Method<'_>) -> Option<u32> {
-    let mut images = SEEN.images.lock().unwrap_or_else(|e| e.into_inner());
-    let images = images.get_or_insert_with(|| Images { by_image: Default::default(), paths: Vec::new() });
-    if let Some(&known) = images.by_image.get(&image) {
-        return known;
+impl Notes {
+    /// The index of `method`'s image file (the image's first method looks its path up, once).
+    fn image_file(&mut self, image: usize, method: &Method<'_>) -> Option<u32> {
+        let images =
+            self.images.get_or_insert_with(|| Images { by_image: Default::default(), paths: Vec::new(), last: None });
+        if let Some((last, file)) = images.last
+            && last == image
+        {
+            return file;
+        }
+        let file = match images.by_image.get(&image) {
+            Some(&known) => known,
+            None => {
+                let file = method
+                    .image_path()
+                    .filter(|p| p.starts_with('/') && std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+                    .and_then(|path| {
+                        let index = u32::try_from(images.paths.len()).ok()?;
+                        images.paths.push(path);
+                        Some(index)
+                    });
+                images.by_image.insert(image, file);
+                file
+            }
+        };
+        images.last = Some((image, file));
+        file
     }
-    let file = method
-        .image_path()
-        .filter(|p| p.starts_with('/') && std::fs::metadata(p).is_ok_and(|m| m.is_file()))
-        .and_then(|path| {
-            let index = u32::try_from(images.paths.len()).ok()?;
-            images.paths.push(path);
-            Some(index)
-        });
-    images.by_image.insert(image, file);
-    file
+
+    /// Notes `method` (`key`) with its names; its index.
+    fn push(&mut self, key: usize, names: Names) -> Option<u32> {
+        let index = u32::try_from(self.compiled.len()).ok()?;
+        self.compiled.push((key, names));
+        Some(index)
+    }
 }
 
 /// The path of image file `index`.
 fn image_path(index: u32) -> Option<String> {
-    SEEN.images.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.paths.get(index as usize).cloned()
+    notes().images.as_ref()?.paths.get(index as usize).cloned()
 }
+
+/// Notes `method` (`key`) with where its names are: in its image's file when it has one (a few
+/// field reads), else built now with Mono's API; its index into [`Notes::compiled`]. With
+/// `for_drain` (`(code, fresh)`), a [`CodeNote`] too, under the same lock.
+fn note(method: &Method<'_>, key: usize, for_drain: Option<(usize, bool)>) -> Option<u32> {
+    let definition = method.definition();
+    // Without a metadata row (a wrapper) there are no class type arguments to name either.
+    let type_args = if definition.is_some() { method.class_type_args() } else { Vec::new() };
+    let mut held = notes();
+    let names = match definition.and_then(|d| Some((held.image_file(d.image, method)?, d.token))) {
+        Some((image, token)) => Names::InFile { image, token, type_args },
+        None => {
+            drop(held);
+            let described = method.describe().map(|names| MethodNames { type_args, ..names });
+            let names = Names::Known(Box::new(described.or_else(|| method.describe_wrapper())?));
+            held = notes();
+            names
+        }
+    };
+    let index = held.push(key, names)?;
+    if let Some((code, fresh)) = for_drain {
+        held.code.push(CodeNote { method: key, code, index, fresh });
+    }
+    Some(index)
+}
+
 /// `MonoMethod*` → the method's id in the method table (tracing: `mono::start_tracing`), or
 /// its index among the compiled methods (sampling: [`Seen::compiled`]).
 pub(super) static IDS: MethodIds = MethodIds::new();
@@ -177,6 +303,7 @@ pub(super) fn start<A: Events>(
     log!("sampling at {freq} Hz (Mono's sampler, real-time mode), {clock:?} clock");
     let debug = mono.debug_enabled();
     SEEN.any_debug.store(debug, Relaxed);
+    SEEN.deferred.store(!debug, Relaxed);
     log!(
         "Mono's debug mode is {}",
         if debug { "on: samples by line" } else { "off: no samples by line (mono --debug)" }
@@ -193,10 +320,37 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
         return;
     }
     let key = method.key().0;
+    let deferred = SEEN.deferred.load(Relaxed);
+    if code == 0 {
+        let index =
+            if deferred { note(&method, key, Some((0, true))) } else { compiled_eagerly(&method, key, 0, None) };
+        if let Some(index) = index {
+            begun::push(key, index);
+        }
+        return;
+    }
+    let begun = begun::take(key);
+    if !deferred {
+        compiled_eagerly(&method, key, code, begun);
+        return;
+    }
+    // For the drain: the code, and the method too when it was not noted as its compilation
+    // began (loaded precompiled).
+    match begun {
+        Some(index) => notes().code.push(CodeNote { method: key, code, index, fresh: true }),
+        None => {
+            note(&method, key, Some((code, false)));
+        }
+    }
+}
+
+/// [`compiled`] into the lock-free tables the walk reads: [`IDS`] and [`Seen::code`]. `begun`:
+/// the method's index when this thread noted its compilation's beginning. The method's index.
+fn compiled_eagerly(method: &Method<'_>, key: usize, code: usize, begun: Option<u32>) -> Option<u32> {
     // Before the compilation (`code` 0) there is no table yet: the first one comes when it is
     // done, and counts as the method's first (not as a second that withdraws it).
     let table = if code != 0 { method.line_table() } else { None };
-    let index = match IDS.get(key) {
+    let index = match begun.or_else(|| IDS.get(key)) {
         Some(index) => {
             if code != 0 && !first_compilation_done(index, table.as_ref()) {
                 // Compiled again (another domain, a recompilation): new code.
@@ -205,23 +359,7 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
             index
         }
         None => {
-            let file = method
-                .definition()
-                .and_then(|d| Some((image_file(d.image, &method)?, d.token)))
-                .map(|(image, token)| Names::InFile { image, token, type_args: method.class_type_args() });
-            let described = || {
-                let mut names = method.describe()?;
-                names.type_args = method.class_type_args();
-                Some(names)
-            };
-            let Some(names) = file.or_else(|| described().or_else(|| method.describe_wrapper()).map(Names::Known))
-            else {
-                return;
-            };
-            let mut compiled = SEEN.compiled.lock().unwrap_or_else(|e| e.into_inner());
-            let Ok(index) = u32::try_from(compiled.len()) else { return };
-            compiled.push((key, names));
-            drop(compiled);
+            let index = note(method, key, None)?;
             // Before the index is published: no sample has it without its table.
             if let Some(table) = table {
                 line_tables(|tables| tables.insert(index, Some(table.into())));
@@ -231,13 +369,47 @@ pub(super) fn compiled(method: Method<'_>, code: usize) {
                 SEEN.noted_before_compiling.lock().unwrap_or_else(|e| e.into_inner()).insert(index);
             }
             if !IDS.insert(key, index) {
-                return;
+                return None;
             }
             index
         }
     };
     if code != 0 {
         SEEN.code.insert(code, index);
+    }
+    Some(index)
+}
+
+/// The compilations this thread began lately, `(MonoMethod*, index)`: its `jit_done` then knows
+/// the method was noted, and its index, without a look-up. An entry left behind (a compilation
+/// that failed) stays true: nothing noted is forgotten.
+mod begun {
+    use std::cell::Cell;
+
+    const KEPT: usize = 4;
+
+    thread_local! {
+        static BEGUN: Cell<([(usize, u32); KEPT], usize)> = const { Cell::new(([(0, 0); KEPT], 0)) };
+    }
+
+    pub(super) fn push(key: usize, index: u32) {
+        BEGUN.with(|b| {
+            let (mut kept, next) = b.get();
+            kept[next % KEPT] = (key, index);
+            b.set((kept, (next + 1) % KEPT));
+        });
+    }
+
+    /// The index of `key` if this thread began compiling it lately (forgotten then).
+    pub(super) fn take(key: usize) -> Option<u32> {
+        BEGUN.with(|b| {
+            let (mut kept, next) = b.get();
+            let at = kept.iter().position(|&(k, _)| k == key)?;
+            let index = kept[at].1;
+            kept[at] = (0, 0);
+            b.set((kept, next));
+            Some(index)
+        })
     }
 }
 
@@ -338,14 +510,29 @@ impl SampleHit for EmptyHit {
     fn sample_hit(_: &Sample<'_>) {}
 }
 
-/// The ring value of a managed frame. Lock-free look-ups only.
+/// The ring value of a managed frame. Lock-free look-ups only, and none when the drain looks
+/// the frame up ([`Seen::deferred`]: by its code, or by its method when its code is not known).
 #[inline]
 pub(super) fn frame_value(method: usize, code: usize) -> u64 {
+    if SEEN.deferred.load(Relaxed) {
+        return value_for_drain(method, code);
+    }
     let known = if method != 0 { IDS.get(method) } else { None };
     match known.or_else(|| SEEN.code.get(code)) {
         Some(index) => (TAG_COMPILED << TAG_SHIFT) | u64::from(index),
         None if method != 0 => (TAG_METHOD << TAG_SHIFT) | (method as u64 & PAYLOAD),
         None => (TAG_CODE << TAG_SHIFT) | (code as u64 & PAYLOAD),
+    }
+}
+
+/// The ring value of a managed frame for the drain to look up ([`Seen::deferred`]): its code
+/// start, or its method when the walk gives no code (the runtime's own walk, for events).
+#[inline]
+fn value_for_drain(method: usize, code: usize) -> u64 {
+    if code == 0 && method != 0 {
+        (TAG_METHOD << TAG_SHIFT) | (method as u64 & PAYLOAD)
+    } else {
+        (TAG_CODE << TAG_SHIFT) | (code as u64 & PAYLOAD)
     }
 }
 
@@ -362,12 +549,87 @@ fn at_offset(value: u64, offset: isize) -> u64 {
 
 // --- On the drain thread: ids and names, without calling Mono. --------------------------------
 
+/// The methods noted for the drain only ([`Seen::deferred`]), by method and by code start, as
+/// the drain took them from [`Notes::code`]. Process-wide, like [`Seen`]; the drain's alone.
+#[derive(Default)]
+struct Noted {
+    by_method: sampling::AddressMap<usize, u32>,
+    by_code: sampling::AddressMap<usize, u32>,
+    /// Counts the addresses whose method changed (code freed and compiled over), for the drain
+    /// to drop what it cached by value.
+    replaced: u64,
+    /// The list taken in last, emptied: the next one the compiling threads append to (its pages
+    /// already touched, its capacity grown).
+    spare: Vec<CodeNote>,
+}
+
+static NOTED: Mutex<Option<Noted>> = Mutex::new(None);
+
+impl Noted {
+    fn by_method(&self, key: usize) -> Option<u32> {
+        self.by_method.get(&key).copied()
+    }
+
+    fn by_code(&self, key: usize) -> Option<u32> {
+        self.by_code.get(&key).copied()
+    }
+
+    /// What was noted since the last look, in order.
+    fn take_in(&mut self) {
+        let spare = std::mem::take(&mut self.spare);
+        let mut taken = std::mem::replace(&mut notes().code, spare);
+        self.by_method.reserve(taken.len());
+        self.by_code.reserve(taken.len());
+        for CodeNote { method, code, index, fresh } in taken.drain(..) {
+            let index = *self.by_method.entry(method).or_insert(index);
+            if code == 0 {
+                continue;
+            }
+            match self.by_code.insert(code, index) {
+                Some(before) if before != index && !fresh => {
+                    self.by_code.insert(code, before);
+                }
+                Some(before) if before != index => self.replaced += 1,
+                _ => {}
+            }
+        }
+        self.spare = taken;
+    }
+}
+
+/// The index of the method noted for the drain under `key` (`find`: by method or by code
+/// start), taking what was noted since the last call first when it is not known yet; and
+/// [`Noted::replaced`]. A method noted twice keeps its first index, as the tables do.
+fn noted(find: fn(&Noted, usize) -> Option<u32>, key: usize) -> (Option<u32>, u64) {
+    let mut noted = NOTED.lock().unwrap_or_else(|e| e.into_inner());
+    let noted = noted.get_or_insert_with(Default::default);
+    if let Some(index) = find(noted, key) {
+        return (Some(index), noted.replaced);
+    }
+    noted.take_in();
+    (find(noted, key), noted.replaced)
+}
+
+/// Takes in what was noted since the last look ([`MonoFrames::begin_pass`]: before a drain pass,
+/// so that an address compiled over names its new method); [`Noted::replaced`].
+fn catch_up() -> u64 {
+    let mut noted = NOTED.lock().unwrap_or_else(|e| e.into_inner());
+    let noted = noted.get_or_insert_with(Default::default);
+    noted.take_in();
+    noted.replaced
+}
+
 #[derive(Default)]
 struct MonoFrames {
-    /// Index into SEEN.compiled → profile method id.
+    /// Index into [`Notes::compiled`] → profile method id.
     ids: sampling::AddressMap<u32, u32>,
     /// Tagged values that are not compiled methods → their pseudo-frames.
     others: sampling::AddressMap<u64, Frame>,
+    /// Tagged values of methods the walk's tables did not know (every frame, when the drain
+    /// looks them up: [`Seen::deferred`]) → their frames.
+    late: sampling::AddressMap<u64, Frame>,
+    /// [`Noted::replaced`] when `late` was last checked.
+    replaced: u64,
     native: sampling::NativeNames,
     /// Image files read so far, by [`Seen::images`] index (`None`: unreadable).
     files: sampling::AddressMap<u32, Option<sampling::module_files::ModuleFile>>,
@@ -380,6 +642,20 @@ struct MonoFrames {
 }
 
 impl MonoFrames {
+    /// [`noted`], dropping the values cached when an address changed methods.
+    fn noted(&mut self, find: fn(&Noted, usize) -> Option<u32>, key: usize) -> Option<u32> {
+        let (index, replaced) = noted(find, key);
+        self.replaced_now(replaced);
+        index
+    }
+
+    fn replaced_now(&mut self, replaced: u64) {
+        if replaced != self.replaced {
+            self.replaced = replaced;
+            self.late.clear();
+        }
+    }
+
     fn compiled(&mut self, index: u32) -> Frame {
         if let Some(&method) = self.ids.get(&index) {
             return Frame { method, managed: true };
@@ -394,10 +670,10 @@ impl MonoFrames {
 
     /// The key and names of compiled method `index` (from its image's file when it has one).
     fn names(&mut self, index: u32) -> Option<(usize, MethodNames)> {
-        let entry = SEEN.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(index as usize).cloned();
+        let entry = notes().compiled.get(index as usize).cloned();
         let from_file = matches!(entry, Some((_, Names::InFile { .. })));
         let names = match entry? {
-            (key, Names::Known(names)) => Some((key, names)),
+            (key, Names::Known(names)) => Some((key, *names)),
             (key, Names::InFile { image, token, type_args }) => self
                 .files
                 .entry(image)
@@ -434,21 +710,36 @@ impl FrameResolver for MonoFrames {
         false
     }
 
+    fn begin_pass(&mut self) {
+        if SEEN.deferred.load(Relaxed) {
+            let replaced = catch_up();
+            self.replaced_now(replaced);
+        }
+    }
+
     fn resolve(&mut self, value: usize) -> Frame {
         let value = value as u64;
         let (tag, payload) = (value >> TAG_SHIFT, (value & PAYLOAD) as usize);
         if tag == TAG_COMPILED {
             return self.compiled(payload as u32);
         }
-        // Compiled since the sample was taken (the tables are filled before code first runs, so
-        // rarely): the same look-ups again.
+        if let Some(&frame) = self.late.get(&value) {
+            return frame;
+        }
+        // Noted for the drain ([`Seen::deferred`]), or compiled since the sample was taken (the
+        // tables are filled before code first runs, so rarely): the same look-ups again.
         let late = match tag {
-            TAG_METHOD => IDS.get(payload),
-            TAG_CODE => SEEN.code.get(payload),
+            TAG_METHOD => IDS.get(payload).or_else(|| self.noted(Noted::by_method, payload)),
+            TAG_CODE => SEEN.code.get(payload).or_else(|| self.noted(Noted::by_code, payload)),
             _ => None,
         };
         if let Some(index) = late {
-            return self.compiled(index);
+            if self.late.len() > 1 << 20 {
+                self.late.clear();
+            }
+            let frame = self.compiled(index);
+            self.late.insert(value, frame);
+            return frame;
         }
         if let Some(&frame) = self.others.get(&value) {
             return frame;
@@ -492,7 +783,8 @@ impl FrameResolver for MonoFrames {
         if let Some(&id) = self.compiling.get(&method) {
             return id;
         }
-        match IDS.get(method).and_then(|index| self.names(index)) {
+        let index = IDS.get(method).or_else(|| self.noted(Noted::by_method, method));
+        match index.and_then(|index| self.names(index)) {
             Some((key, names)) => {
                 let id = methods().compiling(key, names);
                 self.compiling.insert(method, id);
@@ -520,6 +812,64 @@ mod tests {
         assert_eq!(at_offset(7, -1), 7);
         let code = frame_value(0, 0x7f00_1234_5000);
         assert_eq!(at_offset(code, 0x40), code);
+    }
+
+    #[test]
+    fn values_for_the_drain_carry_the_code_else_the_method() {
+        assert_eq!(value_for_drain(0x5555_0000_1000, 0x7f00_1234_5000), (TAG_CODE << TAG_SHIFT) | 0x7f00_1234_5000);
+        assert_eq!(value_for_drain(0, 0x7f00_1234_5000), (TAG_CODE << TAG_SHIFT) | 0x7f00_1234_5000);
+        assert_eq!(value_for_drain(0x5555_0000_1000, 0), (TAG_METHOD << TAG_SHIFT) | 0x5555_0000_1000);
+    }
+
+    #[test]
+    fn the_drain_finds_what_was_noted_and_an_address_keeps_its_method_until_compiled_over() {
+        // Keys no other test notes (the tables are the process's).
+        let (a, b, c) = (0x7100_0000_0010, 0x7100_0000_0020, 0x7100_0000_0030);
+        let (code, other_code) = (0x7200_0000_1000, 0x7200_0000_2000);
+        notes().code.extend([
+            CodeNote { method: a, code: 0, index: 9000, fresh: true },
+            CodeNote { method: a, code, index: 9000, fresh: true },
+            // A P/Invoke reported with its wrapper's code: the address stays the wrapper's.
+            CodeNote { method: b, code, index: 9001, fresh: false },
+            // A method noted twice keeps its first index.
+            CodeNote { method: b, code: other_code, index: 9003, fresh: false },
+        ]);
+        assert_eq!(noted(Noted::by_code, code).0, Some(9000));
+        assert_eq!(noted(Noted::by_method, a).0, Some(9000));
+        assert_eq!(noted(Noted::by_method, b).0, Some(9001));
+        assert_eq!(noted(Noted::by_code, other_code).0, Some(9001));
+        assert_eq!(noted(Noted::by_code, 0x7200_0000_3000).0, None);
+        // Freed and compiled over: the address names the new method, and says it changed.
+        let before = catch_up();
+        notes().code.push(CodeNote { method: c, code, index: 9002, fresh: true });
+        assert_eq!(catch_up(), before + 1);
+        assert_eq!(noted(Noted::by_code, code), (Some(9002), before + 1));
+    }
+
+    #[test]
+    fn chunks_keep_every_value_at_its_index() {
+        let mut chunks = Chunks::new();
+        for i in 0..2 * CHUNK + 5 {
+            assert_eq!(chunks.push(i * 3), i);
+        }
+        assert_eq!(chunks.len(), 2 * CHUNK + 5);
+        assert_eq!(chunks.get(CHUNK - 1), Some(&((CHUNK - 1) * 3)));
+        assert_eq!(chunks.get(CHUNK), Some(&(CHUNK * 3)));
+        assert_eq!(chunks.get(2 * CHUNK + 4), Some(&((2 * CHUNK + 4) * 3)));
+        assert_eq!(chunks.get(2 * CHUNK + 5), None);
+    }
+
+    #[test]
+    fn a_thread_remembers_the_compilations_it_began() {
+        begun::push(0x10, 1);
+        begun::push(0x20, 2);
+        assert_eq!(begun::take(0x10), Some(1));
+        assert_eq!(begun::take(0x10), None, "taken once");
+        for i in 0..8 {
+            begun::push(0x100 + i, i as u32);
+        }
+        assert_eq!(begun::take(0x20), None, "forgotten after four more");
+        assert_eq!(begun::take(0x107), Some(7));
     }
 
     #[test]

@@ -127,6 +127,7 @@ fn drain_and(flush: bool) {
     let _guard = DRAIN.draining.lock().unwrap_or_else(|e| e.into_inner());
     let mut resolver = DRAIN.resolver.lock().unwrap_or_else(|e| e.into_inner());
     let Some(resolver) = resolver.as_mut() else { return };
+    resolver.begin_pass();
     let interval_ns = interval_ns();
     let raw_addresses = resolver.raw_addresses();
     let mut path: Vec<u32> = Vec::with_capacity(ring::MAX_FRAMES + 1);

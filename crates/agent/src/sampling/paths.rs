@@ -39,6 +39,9 @@ pub trait FrameResolver: Send {
     fn il_offset(&mut self, _ip: usize) -> Option<u32> {
         None
     }
+    /// A drain pass begins: what the backend learnt since the last one can be taken in before
+    /// any of the pass's values is resolved.
+    fn begin_pass(&mut self) {}
     /// The pseudo-method for the root of a stack cut short by [`super::ring::MAX_FRAMES`].
     fn truncated(&mut self) -> u32;
     /// The method of a function the runtime named itself, in a stack walk of its own

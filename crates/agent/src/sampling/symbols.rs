@@ -60,6 +60,8 @@ pub struct NativeNames {
     known: AddressMap<(usize, usize), u32>,
     /// Library base → its functions (None: unreadable, named by `dladdr` alone).
     libraries: AddressMap<usize, Option<Arc<NativeSymbols>>>,
+    /// The objects met so far, by address.
+    objects: Objects,
 }
 
 /// Library path → its functions, for the process's life: a library unloaded and loaded again,
@@ -71,20 +73,20 @@ impl NativeNames {
     /// `None` when no object the dynamic linker loaded contains `ip` (JIT code, stubs, images
     /// the runtime maps itself).
     pub fn frame(&mut self, methods: &MethodTable, ip: usize) -> Option<u32> {
-        let found = Dladdr::lookup(ip)?;
-        let base = found.base();
-        let (library, path) = found.library();
+        let (base, library, path) = self.objects.containing(ip)?;
         let symbols = self.symbols(base, &path);
         let named = symbols.as_deref().and_then(|table| {
             let bias = table.load_bias(base as u64);
             let (start, name) = table.function((ip as u64).wrapping_sub(bias))?;
             Some((start.wrapping_add(bias) as usize, name))
         });
-        let key = (base, named.map_or_else(|| found.symbol_address(), |(start, _)| start));
+        // `dladdr`'s exported symbol only when the table does not name the function.
+        let found = if named.is_none() { Dladdr::lookup(ip) } else { None };
+        let key = (base, named.map_or_else(|| found.as_ref().map_or(0, Dladdr::symbol_address), |(start, _)| start));
         if let Some(&id) = self.known.get(&key) {
             return Some(id);
         }
-        let name = match named.map(|(_, name)| name.to_string()).or_else(|| found.symbol()) {
+        let name = match named.map(|(_, name)| name.to_string()).or_else(|| found.as_ref().and_then(Dladdr::symbol)) {
             Some(symbol) => format!("[native] {library}!{symbol}"),
             None => format!("[native] {library}"),
         };
@@ -139,6 +141,111 @@ impl NativeNames {
         self.libraries.insert(base, read.clone());
         read
     }
+}
+
+/// The objects the dynamic linker loaded that sampled addresses were in: their segments'
+/// address ranges, and what `dladdr` said of them, so that it is asked once per object rather
+/// than once per address — it scans the object's whole dynamic symbol table for the nearest
+/// export each time (tens of µs in the runtime's or libc's). Emptied when the loader unloaded
+/// an object since (another may be mapped where it was).
+#[derive(Default)]
+struct Objects {
+    /// `(start, end, index into objects)` of every loadable segment, sorted by start.
+    segments: Vec<(usize, usize, usize)>,
+    objects: Vec<LoadedObject>,
+    /// The loader's count of objects unloaded when `segments` was filled.
+    unloads: u64,
+}
+
+struct LoadedObject {
+    /// Where its first segment is mapped (`dladdr`'s base).
+    base: usize,
+    /// Its file name and path, as the loader names it.
+    library: String,
+    path: String,
+}
+
+impl Objects {
+    /// `(base, file name, path)` of the object whose segments hold `ip`; `None` when no object
+    /// the loader loaded does.
+    fn containing(&mut self, ip: usize) -> Option<(usize, String, String)> {
+        let unloads = loader_unloads();
+        if unloads != self.unloads {
+            self.segments.clear();
+            self.objects.clear();
+            self.unloads = unloads;
+        }
+        let at = self.segments.partition_point(|&(start, _, _)| start <= ip);
+        let known = at.checked_sub(1).and_then(|at| self.segments.get(at)).filter(|&&(_, end, _)| ip < end);
+        if let Some(object) = known.and_then(|&(_, _, index)| self.objects.get(index)) {
+            return Some((object.base, object.library.clone(), object.path.clone()));
+        }
+        let found = Dladdr::lookup(ip)?;
+        let (library, path) = found.library();
+        let segments = segments_holding(ip);
+        // (None found again: unloaded meanwhile, so named this once and not kept.)
+        if !segments.is_empty() {
+            let index = self.objects.len();
+            self.objects.push(LoadedObject { base: found.base(), library: library.clone(), path: path.clone() });
+            for (start, end) in segments {
+                let at = self.segments.partition_point(|&(s, _, _)| s <= start);
+                self.segments.insert(at, (start, end, index));
+            }
+        }
+        Some((found.base(), library, path))
+    }
+}
+
+/// The loader's count of objects unloaded so far (`dl_iterate_phdr`'s `dlpi_subs`, read from its
+/// first object).
+fn loader_unloads() -> u64 {
+    unsafe extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: the loader passes a valid `info` for the call; `data` is the `u64` below.
+        unsafe { *data.cast::<u64>() = (*info).dlpi_subs };
+        1
+    }
+    let mut subs: u64 = 0;
+    // SAFETY: `first` matches the callback's type and writes only through `data`, which points to
+    // `subs` for the whole call.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut subs).cast()) };
+    subs
+}
+
+/// The address ranges of the loadable segments of the object that holds `ip` (empty: none does).
+fn segments_holding(ip: usize) -> Vec<(usize, usize)> {
+    struct Search {
+        ip: usize,
+        found: Vec<(usize, usize)>,
+    }
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: the loader passes a valid `info`, whose `dlpi_phnum` program headers are at
+        // `dlpi_phdr`, for the call; `data` is the `Search` below.
+        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+            &[]
+        } else {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+        };
+        let segments: Vec<(usize, usize)> = headers
+            .iter()
+            .filter(|h| h.p_type == libc::PT_LOAD && h.p_memsz > 0)
+            .map(|h| {
+                let start = (info.dlpi_addr as usize).wrapping_add(h.p_vaddr as usize);
+                (start, start.saturating_add(h.p_memsz as usize))
+            })
+            .collect();
+        if segments.iter().any(|&(start, end)| start <= search.ip && search.ip < end) {
+            search.found = segments;
+            return 1;
+        }
+        0
+    }
+    let mut search = Search { ip, found: Vec::new() };
+    // SAFETY: `each` matches the callback's type and uses `data` only as the `Search`, which
+    // outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut search).cast()) };
+    search.found
 }
 
 /// Where the symbols of an object the dynamic linker loaded are read from.
