@@ -471,7 +471,7 @@ fn display_name(types: &HashMap<u64, TypeRecord>, id: u64, depth: usize) -> Stri
 
 /// The name without its arity markers (`Dictionary`2+Entry` → `Dictionary+Entry`): the
 /// arguments follow in angle brackets.
-fn strip_arity(name: &str) -> String {
+pub fn strip_arity(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut chars = name.chars().peekable();
     while let Some(c) = chars.next() {
@@ -487,7 +487,7 @@ fn strip_arity(name: &str) -> String {
 }
 
 /// C#'s keyword for a primitive type's full name.
-fn keyword(name: &str) -> Option<&'static str> {
+pub fn keyword(name: &str) -> Option<&'static str> {
     Some(match name {
         "System.Object" => "object",
         "System.String" => "string",

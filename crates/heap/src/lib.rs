@@ -45,6 +45,7 @@
 
 pub mod analysis;
 pub mod builder;
+pub mod bulk;
 pub mod clr;
 pub mod diff;
 mod dominators;

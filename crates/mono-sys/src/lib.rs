@@ -1,5 +1,6 @@
 //! Raw FFI declarations of the parts of Mono's embedding API that Sonde uses: the profiler API
-//! (`mono/metadata/profiler.h`, `profiler-events.h`, API version 3, Mono 6.x), the async-safe
+//! (`mono/metadata/profiler.h`, `profiler-events.h`, API version 3, Mono 6.x), the collector's
+//! heap walk and root reports (`mono-gc.h`), the async-safe
 //! stack walk, a few metadata and loader getters (`loader.h`, `class.h`, `image.h`,
 //! `metadata.h`, `row-indexes.h`, `blob.h`, `appdomain.h`, `debug-helpers.h`, `jit.h`,
 //! `utils/mono-publib.h`), and the JIT's line tables of debug mode (`mono-debug.h`).
@@ -48,7 +49,9 @@ opaque!(
     MonoDomain,
     MonoAssembly,
     MonoThreadInfo,
-    MonoType
+    MonoType,
+    MonoVTable,
+    MonoClassField
 );
 
 /// `MONO_TYPE_GENERICINST` (metadata/blob.h): a generic type instantiated (`Table<Row>`).
@@ -154,6 +157,59 @@ pub const MONO_GC_EVENT_POST_START_WORLD: c_int = 9;
 pub const MONO_GC_EVENT_POST_START_WORLD_UNLOCKED: c_int = 11;
 pub type MonoProfilerGCEventCallback =
     unsafe extern "C" fn(prof: *mut MonoProfiler, event: MonoProfilerGCEvent, generation: u32, is_serial: mono_bool);
+/// `MonoGCRootSource` (metadata/mono-gc.h): what registered a root range
+/// (`gc_root_register`). The ones Sonde tells apart:
+pub type MonoGCRootSource = c_int;
+/// A thread's stack (`key`: its thread id).
+pub const MONO_ROOT_SOURCE_STACK: c_int = 1;
+/// The finalizer queues (pseudo-roots at addresses 1 and 2).
+pub const MONO_ROOT_SOURCE_FINALIZER_QUEUE: c_int = 2;
+/// A class's static fields (`key`: its `MonoVTable*`; the range is its static data).
+pub const MONO_ROOT_SOURCE_STATIC: c_int = 3;
+/// `GCHandle` structures.
+pub const MONO_ROOT_SOURCE_GC_HANDLE: c_int = 6;
+/// A thread's handle stack (the runtime's own handles; a pseudo-root).
+pub const MONO_ROOT_SOURCE_HANDLE: c_int = 14;
+/// Toggle references (a pseudo-root).
+pub const MONO_ROOT_SOURCE_TOGGLEREF: c_int = 16;
+/// `gc_root_register`: a range of memory holding object references became a root.
+pub type MonoProfilerGCRootRegisterCallback = unsafe extern "C" fn(
+    prof: *mut MonoProfiler,
+    start: *const u8,
+    size: usize,
+    source: MonoGCRootSource,
+    key: *const c_void,
+    name: *const c_char,
+);
+/// `gc_root_unregister`: the range starting at `start` is no longer a root.
+pub type MonoProfilerGCRootUnregisterCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, start: *const u8);
+/// `gc_roots`: during a collection (the world stopped), `count` roots: the address each was found
+/// at (a slot of a registered range, a thread's stack start, a pseudo-root's address) and the
+/// object it holds.
+pub type MonoProfilerGCRootsCallback = unsafe extern "C" fn(
+    prof: *mut MonoProfiler,
+    count: u64,
+    addresses: *const *const u8,
+    objects: *const *mut MonoObject,
+);
+/// `gc_finalized`: the finalizer thread ran the pending finalizers (on that thread, each time it
+/// wakes up).
+pub type MonoProfilerGCFinalizedCallback = unsafe extern "C" fn(prof: *mut MonoProfiler);
+/// `MonoGCReferences` (mono-gc.h): one object of `mono_gc_walk_heap` with `num` of its references
+/// (`refs`, at `offsets` in the object). An object with more than 128 references comes in several
+/// calls, `size` 0 in all but the first. Returns 0 to go on.
+pub type MonoGCReferences = unsafe extern "C" fn(
+    obj: *mut MonoObject,
+    klass: *mut MonoClass,
+    size: usize,
+    num: usize,
+    refs: *mut *mut MonoObject,
+    offsets: *mut usize,
+    data: *mut c_void,
+) -> c_int;
+/// `FIELD_ATTRIBUTE_STATIC`, `FIELD_ATTRIBUTE_LITERAL` (tabledefs.h).
+pub const FIELD_ATTRIBUTE_STATIC: u32 = 0x10;
+pub const FIELD_ATTRIBUTE_LITERAL: u32 = 0x40;
 /// `gc_allocation`, and the monitor events (`monitor_contention`, `monitor_acquired`,
 /// `monitor_failed`): an object, on the thread that allocated it or contends for its lock.
 pub type MonoProfilerObjectCallback = unsafe extern "C" fn(prof: *mut MonoProfiler, object: *mut MonoObject);
@@ -309,6 +365,25 @@ mono_api! {
     // Returns mono_bool in newer Monos, nothing in older ones: declared without a result.
     mono_profiler_get_coverage_data: fn(MonoProfilerHandle, *mut MonoMethod, MonoProfilerCoverageCallback);
     mono_profiler_set_sample_mode: fn(MonoProfilerHandle, MonoProfilerSampleMode, u32) -> mono_bool;
+    mono_profiler_set_gc_root_register_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerGCRootRegisterCallback>);
+    mono_profiler_set_gc_root_unregister_callback:
+        fn(MonoProfilerHandle, Option<MonoProfilerGCRootUnregisterCallback>);
+    mono_profiler_set_gc_roots_callback: fn(MonoProfilerHandle, Option<MonoProfilerGCRootsCallback>);
+    mono_profiler_set_gc_finalized_callback: fn(MonoProfilerHandle, Option<MonoProfilerGCFinalizedCallback>);
+    // mono-gc.h, gc-internals.h (MONO_API)
+    mono_gc_collect: fn(c_int);
+    mono_gc_max_generation: fn() -> c_int;
+    mono_gc_walk_heap: fn(c_int, MonoGCReferences, *mut c_void) -> c_int;
+    mono_gc_finalize_notify: fn();
+    // object.h, class.h: a static field's class and name
+    mono_vtable_class: fn(*mut MonoVTable) -> *mut MonoClass;
+    mono_class_get_fields: fn(*mut MonoClass, *mut *mut c_void) -> *mut MonoClassField;
+    mono_field_get_name: fn(*mut MonoClassField) -> *const c_char;
+    mono_field_get_flags: fn(*mut MonoClassField) -> u32;
+    mono_field_get_offset: fn(*mut MonoClassField) -> u32;
+    mono_class_get_rank: fn(*mut MonoClass) -> c_int;
+    mono_class_get_element_class: fn(*mut MonoClass) -> *mut MonoClass;
     // loader.h (async-signal-safe: callable from the sample-hit callback)
     mono_stack_walk_async_safe: fn(MonoStackWalkAsyncSafe, *mut c_void, *mut c_void);
     // loader.h (not in a signal handler: the allocation and lock events)
@@ -380,6 +455,6 @@ mod tests {
     #[test]
     fn names_are_mono_functions() {
         assert!(MonoApi::NAMES.iter().all(|n| n.starts_with("mono_")));
-        assert_eq!(MonoApi::NAMES.len(), 69);
+        assert_eq!(MonoApi::NAMES.len(), 84);
     }
 }

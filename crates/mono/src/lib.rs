@@ -15,7 +15,9 @@
 //!   ([`Method::describe`]) because the callback runs on a thread attached to the runtime;
 //! * the sampled thread's stack is walked with [`Sample::walk`], async-signal-safely;
 //! * in Mono's debug mode, a compiled method's line table is copied at JIT time
-//!   ([`Method::line_table`]), for sampled offsets to be mapped back to IL later.
+//!   ([`Method::line_table`]), for sampled offsets to be mapped back to IL later;
+//! * a heap snapshot is a collection forced on the finalizer thread and walked before the world
+//!   restarts ([`HeapShots`], `heap.rs`), its classes and statics named after it ([`Naming`]).
 //!
 //! Cold callbacks ([`Events`]) run behind a guard: a panic never unwinds into Mono; the first one
 //! switches them off and calls [`Events::disable`]. Hot callbacks ([`CallHooks`],
@@ -23,9 +25,11 @@
 //! that its fast path stays a few instructions. Every `unsafe` block says why it holds.
 
 mod debug;
+mod heap;
 mod metadata;
 mod profiler;
 
+pub use heap::{ClassKey, HeapShot, HeapShots, Naming, RootSource, TypeName, VTableKey};
 pub use metadata::Definition;
 pub use profiler::{
     CallHooks, Events, Exception, GcEvent, Object, Profiler, SampleHit, invoke, main_returned, walk_stack,

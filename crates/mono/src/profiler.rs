@@ -487,27 +487,37 @@ impl Object<'_> {
     /// `Namespace.Outer+Inner`, from the class and its enclosing classes.
     pub fn type_name(&self) -> Option<String> {
         let api = api()?;
-        let mut class = self.class();
-        let mut parts = Vec::new();
-        let mut namespace = String::new();
-        for _ in 0..16 {
-            if class.is_null() {
-                break;
-            }
-            // SAFETY: getters on a live class; the strings belong to its image and are copied.
-            unsafe {
-                parts.push(crate::c_string((api.mono_class_get_name)(class)));
-                namespace = crate::c_string((api.mono_class_get_namespace)(class));
-                class = (api.mono_class_get_nesting_type)(class);
-            }
-        }
-        if parts.is_empty() {
-            return None;
-        }
-        parts.reverse();
-        let name = parts.join("+");
-        Some(if namespace.is_empty() { name } else { format!("{namespace}.{name}") })
+        // SAFETY: the class of a live object (see `new`), on its attached thread.
+        unsafe { definition_name(api, self.class()) }
     }
+}
+
+/// `Namespace.Outer+Inner` (a generic definition with its arity: `Dictionary`2+Entry`), from the
+/// class and its enclosing classes.
+///
+/// # Safety
+/// `class` is null or a class of the runtime, on a thread attached to it.
+pub(crate) unsafe fn definition_name(api: &MonoApi, mut class: *mut MonoClass) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut namespace = String::new();
+    for _ in 0..16 {
+        if class.is_null() {
+            break;
+        }
+        // SAFETY: getters on a live class (the caller's contract); the strings belong to its
+        // image and are copied.
+        unsafe {
+            parts.push(crate::c_string((api.mono_class_get_name)(class)));
+            namespace = crate::c_string((api.mono_class_get_namespace)(class));
+            class = (api.mono_class_get_nesting_type)(class);
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    parts.reverse();
+    let name = parts.join("+");
+    Some(if namespace.is_empty() { name } else { format!("{namespace}.{name}") })
 }
 
 thread_local! {

@@ -32,6 +32,7 @@
 //! names at JIT time (`jit_done`), stacks from Mono's async-safe walk in its signal handler.
 
 pub mod coverage;
+mod heap;
 pub mod precompiled;
 mod sampling;
 
@@ -89,6 +90,9 @@ pub fn init(desc: &str) {
             }
             Mode::Coverage => coverage::start::<Agent>(mono, config)?,
         };
+        // Heap snapshots on request (`sonde snapshot --heap`), in every mode: their root ranges
+        // are registered from now on.
+        heap::install(mono);
         Ok(facts)
     });
 }
