@@ -70,8 +70,9 @@ pub enum RootSource {
     Static(VTableKey),
     /// `GCHandle`s, toggle references.
     Handle,
-    /// Anything else (the JIT's, the thread pool's, thread statics…).
-    Other,
+    /// Anything else (the runtime's domains, the JIT's, thread statics…): Mono's
+    /// `MonoGCRootSource` value.
+    Other(i32),
 }
 
 /// The agent's side of a snapshot. Every method runs behind a guard: a panic switches heap
@@ -183,7 +184,7 @@ unsafe extern "C" fn root_register<H: HeapShot>(
         MONO_ROOT_SOURCE_FINALIZER_QUEUE => RootSource::FinalizerQueue,
         MONO_ROOT_SOURCE_STATIC if !key.is_null() => RootSource::Static(VTableKey(key as usize)),
         MONO_ROOT_SOURCE_GC_HANDLE | MONO_ROOT_SOURCE_TOGGLEREF => RootSource::Handle,
-        _ => RootSource::Other,
+        other => RootSource::Other(other),
     };
     guard((), || H::root_registered(start as usize, size, source));
 }

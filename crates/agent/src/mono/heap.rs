@@ -22,6 +22,7 @@
 //! pieces go out as CoreCLR's do, from the collecting thread (`Link::send_heap`).
 
 use crate::base::log::log;
+use crate::base::running;
 use sonde_heap::bulk::{self, BulkWriter, RootKind, StaticVar};
 use sonde_heap::clr::{STATIC_PREFIX, keyword, strip_arity};
 use sonde_mono::{ClassKey, HeapShot, HeapShots, Mono, Naming, RootSource, TypeName, VTableKey};
@@ -30,10 +31,11 @@ use std::sync::atomic::{AtomicU8, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Classes named per snapshot at most (a class seen past it keeps its address for a name).
-const MAX_CLASSES: usize = 65_536;
-/// Static roots named per snapshot at most (more are `other` roots).
-const MAX_STATICS: usize = 65_536;
+/// Classes named per snapshot at most (a class seen past it keeps its address for a name):
+/// about 300 KB allocated for the snapshot.
+const MAX_CLASSES: usize = 32_768;
+/// Static roots named per snapshot at most (more are `other` roots): 512 KB.
+const MAX_STATICS: usize = 16_384;
 /// How long the IPC thread waits for the finalizer thread to start the snapshot (a program that
 /// is shutting down no longer runs it), and then for the snapshot to end.
 const START_PATIENCE: Duration = Duration::from_secs(20);
@@ -65,7 +67,10 @@ struct Walk {
     /// Static roots: slot, object, the class's static data, the slot's offset in it.
     statics: Vec<(usize, usize, VTableKey, usize)>,
     objects: u64,
-    other_roots: u64,
+    /// Roots in a range of another kind (by Mono's `MonoGCRootSource`), and roots in no
+    /// registered range.
+    other_roots: [u64; 32],
+    unregistered_roots: u64,
 }
 
 impl Walk {
@@ -78,7 +83,8 @@ impl Walk {
             classes: HashSet::with_capacity(MAX_CLASSES),
             statics: Vec::with_capacity(MAX_STATICS),
             objects: 0,
-            other_roots: 0,
+            other_roots: [0; 32],
+            unregistered_roots: 0,
         }
     }
 
@@ -136,11 +142,19 @@ fn range_of(ranges: &BTreeMap<usize, (usize, RootSource)>, address: usize) -> Op
 struct Shot;
 
 impl HeapShot for Shot {
+    /// Not in a child the program forked (`running::enabled`), whose copy of the lock may be
+    /// held by a thread that did not survive the fork.
     fn root_registered(start: usize, size: usize, source: RootSource) {
+        if !running::enabled() {
+            return;
+        }
         RANGES.lock().unwrap_or_else(|e| e.into_inner()).insert(start, (start.saturating_add(size.max(1)), source));
     }
 
     fn root_unregistered(start: usize) {
+        if !running::enabled() {
+            return;
+        }
         RANGES.lock().unwrap_or_else(|e| e.into_inner()).remove(&start);
     }
 
@@ -161,8 +175,16 @@ impl HeapShot for Shot {
                 Some((_, RootSource::Stack | RootSource::HandleStack)) => RootKind::Stack,
                 Some((_, RootSource::FinalizerQueue)) => RootKind::Finalizer,
                 Some((_, RootSource::Handle)) => RootKind::Handle,
-                _ => {
-                    walk.other_roots += 1;
+                Some((_, RootSource::Other(source))) => {
+                    walk.other_roots[source.clamp(0, 31) as usize] += 1;
+                    RootKind::Other
+                }
+                Some((_, RootSource::Static(_))) => {
+                    walk.other_roots[3] += 1;
+                    RootKind::Other
+                }
+                None => {
+                    walk.unregistered_roots += 1;
                     RootKind::Other
                 }
             };
@@ -242,11 +264,12 @@ fn name(mut walk: Walk, pause_ns: u64, naming: &Naming<'_>) -> crate::ipc::heap:
     }
     log!(
         "heap snapshot (Mono): {} objects, {} classes, {} static roots ({unnamed} not found among their class's \
-         fields), {} other roots; named in {:?}",
+         fields), other roots by Mono's root source {:?}, {} in no registered range; named in {:?}",
         walk.objects,
         walk.classes.len(),
         vars.len(),
-        walk.other_roots,
+        walk.other_roots.iter().enumerate().filter(|(_, n)| **n > 0).collect::<Vec<_>>(),
+        walk.unregistered_roots,
         start.elapsed()
     );
     crate::ipc::heap::Names { names, pause_ns }
