@@ -159,8 +159,8 @@ fn try_start(
     restart();
     let socket = config.socket.clone().ok_or(StartError::NoController)?;
     // CoreCLR's samplers of CPU time open a perf event per thread, the first one on the thread
-    // that starts the runtime, which then waits for what the kernel does for a first one: done
-    // beside the checks and the handshake instead.
+    // that starts the runtime, which then waits for what the kernel does for a first one: begun
+    // beside the checks and the handshake instead (`perf_event::warm_up`).
     if config.mode == Mode::Sampling
         && runtime.kind == "coreclr"
         && sampling_clock(&config) == sampling::Clock::Cpu
