@@ -290,8 +290,8 @@ pub fn save(path: impl AsRef<Path>, profile: &Profile) -> Result<(), FileError> 
 }
 
 /// Writes a file at `path` atomically with `write`: into a temporary file beside it (see
-/// `temp_path`), synced, then renamed over it; the temporary file is removed on failure. What
-/// every file Sonde saves goes through (profiles, heap snapshots; profiles unsynced: [`save`]).
+/// `temp_path`), synced, then renamed over it; the temporary file is removed on failure. How
+/// every file Sonde saves is written (heap snapshots; profiles the same way but unsynced: [`save`]).
 pub fn save_atomically<E: From<io::Error>>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
