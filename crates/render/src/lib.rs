@@ -24,6 +24,7 @@ mod collapsed;
 mod diff;
 mod flamegraph;
 pub mod fmt;
+pub mod heap_html;
 mod html;
 mod json;
 mod lcov;
