@@ -4,6 +4,8 @@
 // for real, builds snapshots whose names try to inject markup, renders them and passes the pages in:
 //
 //   SONDE_HEAP_REAL        the page of a snapshot of Leak.exe holding 1,000 sessions
+//   SONDE_HEAP_PATHS       the same snapshot's page made with `--paths SONDE_HEAP_PATHS_TYPE`, a
+//                          type whose paths the page would not hold otherwise
 //   SONDE_HEAP_DIFF        the diff page of Leak.exe with 1,000 sessions, then 3,000
 //   SONDE_HEAP_NASTY       the page of a snapshot whose names are NASTY's
 //   SONDE_HEAP_NASTY_DIFF  the diff page of two such snapshots
@@ -169,6 +171,24 @@ test('a real snapshot: types sort, a type shows its paths, the dominator tree op
 
     const roots = await page.textContent('#roots');
     assert.match(roots, /static Acme\.Cache\.Items/);
+    await assertClean(page, trouble);
+  } finally {
+    await page.close();
+  }
+});
+
+test('the type of --paths has its paths in the page, whatever it retains', { timeout: TIMEOUT }, async () => {
+  const far = process.env.SONDE_HEAP_PATHS_TYPE;
+  assert.ok(far, 'SONDE_HEAP_PATHS_TYPE is not set');
+  const { page, trouble } = await open(pageFile('SONDE_HEAP_PATHS'));
+  try {
+    const embedded = await page.evaluate(() => JSON.parse(document.getElementById('sonde-data').textContent).type_paths.map((p) => p.type));
+    assert.ok(!embedded.includes(far), `${far} is among the top types: the test needs one beyond them`);
+    await page.fill('#search', far);
+    await clickType(page, 'types', far);
+    await page.waitForSelector('#paths[data-embedded="1"]');
+    assert.equal(await page.getAttribute('#paths', 'data-type'), far);
+    assert.ok((await page.locator('#paths .path').count()) > 0, 'its paths are shown');
     await assertClean(page, trouble);
   } finally {
     await page.close();

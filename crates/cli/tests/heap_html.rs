@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sonde_heap::{HeapBuilder, HeapSnapshot, RootKind, RunFacts};
+use sonde_render::heap_html::PATH_TYPES;
 use support::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -77,6 +78,15 @@ fn leak_snapshot(dir: &Path, sessions: u32) -> PathBuf {
     file
 }
 
+/// The name of a type of `file` past the first [`PATH_TYPES`] (whose paths every page holds).
+fn far_type(file: &Path) -> String {
+    let out = sonde_cmd(&os(&["report", file.to_str().unwrap(), "--format", "json"]));
+    assert_eq!(out.code(), 0, "{}", out.describe());
+    let report: serde_json::Value = serde_json::from_str(&out.stdout_str()).expect("sonde.heap/1");
+    let far = &report["types"][PATH_TYPES + 5]["name"];
+    far.as_str().unwrap_or_else(|| panic!("fewer than {} types in {}", PATH_TYPES + 6, file.display())).to_string()
+}
+
 /// `sonde ARGS… --format html -o OUT`, checked.
 fn html(args: &[&Path], out: &Path) -> PathBuf {
     let mut command = vec![OsString::from(if args.len() == 1 { "report" } else { "diff" })];
@@ -101,6 +111,13 @@ fn heap_pages_in_a_real_browser() {
     let dir = support::scratch("sonde-heap-html-");
     let (small, large) = (leak_snapshot(dir.path(), 1_000), leak_snapshot(dir.path(), 3_000));
     let real = html(&[&small], &dir.path().join("leak.html"));
+    // A type beyond those whose paths every page holds, asked for with --paths.
+    let far = far_type(&small);
+    let mut args = os(&["report", small.to_str().unwrap(), "--paths", &far, "--format", "html", "-o"]);
+    let with_paths = dir.path().join("leak-paths.html");
+    args.push(with_paths.clone().into());
+    let out = sonde_cmd(&args);
+    assert_eq!(out.code(), 0, "{}", out.describe());
     let diff = html(&[&small, &large], &dir.path().join("leak-diff.html"));
     let (nasty_a, nasty_b) = (dir.path().join("nasty-a.heap"), dir.path().join("nasty-b.heap"));
     sonde_heap::save_heap(&nasty_a, &nasty_heap(2)).expect("cannot write a snapshot");
@@ -120,6 +137,8 @@ fn heap_pages_in_a_real_browser() {
         .arg(root.join("tests/js/heap-report.test.mjs"))
         .current_dir(root.join("tests/js"))
         .env("SONDE_HEAP_REAL", &real)
+        .env("SONDE_HEAP_PATHS", &with_paths)
+        .env("SONDE_HEAP_PATHS_TYPE", &far)
         .env("SONDE_HEAP_DIFF", &diff)
         .env("SONDE_HEAP_NASTY", &nasty)
         .env("SONDE_HEAP_NASTY_DIFF", &nasty_diff)
