@@ -170,6 +170,7 @@ fn content_security_policy() -> String {
 /// `data` as JSON that cannot leave its `<script>` element: `<`, `>` and `&` as `\u003c`,
 /// `\u003e`, `\u0026` (no `</script>` or `<!--`), and U+2028/U+2029 escaped as older JavaScript
 /// parsers want. JSON has these characters only inside strings, where the escapes mean the same.
+/// Serialized in memory first: the data grows with the number of types, not of objects.
 fn write_data(out: &mut impl Write, data: &impl Serialize) -> io::Result<()> {
     let json = serde_json::to_vec(data).map_err(io::Error::other)?;
     let mut start = 0;

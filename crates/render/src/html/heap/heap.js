@@ -258,11 +258,12 @@ const Heap = (() => {
     let paths = null;
     let more = null;
     const embedded = data.type_paths.find((p) => p.type === name);
-    if (embedded) {
+    if (r.paths && r.paths_type === name) {
+      // Asked for with --paths: all its groups.
+      paths = r.paths;
+    } else if (embedded) {
       paths = embedded.paths;
       more = embedded;
-    } else if (r.paths && r.paths_type === name) {
-      paths = r.paths;
     }
     if (paths === null) {
       box.dataset.embedded = '0';
