@@ -329,7 +329,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A profile written by `sonde record`, or a heap snapshot written by `sonde heap` (text or json).
+    /// A profile written by `sonde record`, or a heap snapshot written by `sonde heap` (text, json or html).
     pub file: PathBuf,
     /// A heap snapshot's report: with the retention paths of this type's instances.
     #[arg(long, value_name = "TYPE")]

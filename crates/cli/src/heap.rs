@@ -24,6 +24,7 @@ use sonde_client::{End, Options, Recording, Signals, Watch};
 use sonde_heap::text::TextLimits;
 use sonde_heap::{Analysis, FileKind, HeapReport, HeapSnapshot, PathIndex, TreeLimits};
 use sonde_render::Format;
+use sonde_render::heap_html;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -182,7 +183,7 @@ pub fn is_heap_file(path: &Path) -> bool {
     matches!(sonde_heap::file_kind_of(path), Ok(Some(FileKind::Heap)))
 }
 
-/// `sonde report FILE.heap [--paths TYPE] [--format text|json]`.
+/// `sonde report FILE.heap [--paths TYPE] [--format text|json|html]`.
 pub fn report_file(args: &ReportArgs) -> Result<()> {
     let heap = sonde_heap::load_heap(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     let report = report(&heap, args.paths.as_deref())?;
@@ -193,7 +194,13 @@ pub fn report_file(args: &ReportArgs) -> Result<()> {
             buf = report.to_json().into_bytes();
             buf.push(b'\n');
         }
-        other => bail!("a heap snapshot renders as text or json, not {other:?}"),
+        Format::Html => {
+            // After `report`, whose analysis is dropped: the paths' walk then adds to the
+            // snapshot alone (sonde_heap's design constraints).
+            let paths = heap_html::type_paths(&heap, &report, heap_html::PATH_TYPES, heap_html::PATHS_PER_TYPE);
+            heap_html::write_heap_html(&mut buf, &report, &paths, &args.file.to_string_lossy())?;
+        }
+        other => bail!("a heap snapshot renders as text, json or html, not {other:?}"),
     }
     emit(&buf, args.output.as_deref(), "the report")
 }
@@ -204,7 +211,9 @@ pub fn diff_files(args: &DiffArgs) -> Result<()> {
     let load = |path: &Path| sonde_heap::load_heap(path).with_context(|| format!("cannot read {}", path.display()));
     let (base, new) = (load(&args.base)?, load(&args.new)?);
     let (base_report, new_report) = (report(&base, None)?, report(&new, None)?);
-    let diff = sonde_heap::HeapDiff::new(&base_report, &new_report).with_suspects(&base, &new, 3, 5);
+    // The page has room for more suspects than a terminal.
+    let (types, paths) = if matches!(args.format, DiffFormatArg::Html) { (10, 10) } else { (3, 5) };
+    let diff = sonde_heap::HeapDiff::new(&base_report, &new_report).with_suspects(&base, &new, types, paths);
     let mut buf = Vec::new();
     match args.format {
         DiffFormatArg::Text => sonde_heap::text::write_diff(&mut buf, &diff, 25)?,
@@ -212,7 +221,9 @@ pub fn diff_files(args: &DiffArgs) -> Result<()> {
             buf = diff.to_json().into_bytes();
             buf.push(b'\n');
         }
-        DiffFormatArg::Html => bail!("heap snapshots compare as text or json (--format text|json)"),
+        DiffFormatArg::Html => {
+            heap_html::write_heap_diff_html(&mut buf, &diff, &args.base.to_string_lossy(), &args.new.to_string_lossy())?
+        }
     }
     emit(&buf, args.output.as_deref(), "the diff")
 }

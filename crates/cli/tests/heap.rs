@@ -60,6 +60,10 @@ fn assert_leak(report: &Value, sessions: u64) {
     let statics: Vec<&str> =
         arr(report, "roots").iter().filter(|r| str_of(r, "kind") == "static").map(|r| str_of(r, "name")).collect();
     assert!(statics.contains(&"Acme.Cache.Items"), "{statics:?}");
+    // The orders' list is held by a local of Main: a stack root named by its frame's method.
+    let stacks: Vec<&str> =
+        arr(report, "roots").iter().filter(|r| str_of(r, "kind") == "stack").map(|r| str_of(r, "name")).collect();
+    assert!(stacks.contains(&"stack: Acme.Program.Main"), "{stacks:?}");
     assert!(u64_of(report, "pause_ns") > 0);
 }
 

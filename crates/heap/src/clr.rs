@@ -102,6 +102,8 @@ pub struct ClrHeapDecoder {
     static_owners: HashMap<u64, String>,
     /// Static roots, named when the snapshot is finished.
     statics: Vec<StaticRoot>,
+    /// Stack roots, named when the snapshot is finished: (the frame's method id, object).
+    stack_roots: Vec<(u64, u64)>,
 }
 
 /// What an id in a heap walk's record stands for, for the agent to name it.
@@ -245,6 +247,13 @@ impl ClrHeapDecoder {
     /// The snapshot: every type named (`Namespace.Type<Arg, …>`, arrays by their element type),
     /// the static roots by their declaring type and field.
     pub fn finish(mut self) -> Result<HeapSnapshot, BuildError> {
+        for (method, object) in std::mem::take(&mut self.stack_roots) {
+            let name = match self.root_names.get(&method) {
+                Some(method) => format!("stack: {method}"),
+                None => "stack".to_string(),
+            };
+            self.builder.add_root(RootKind::Stack, &name, object);
+        }
         for root in std::mem::take(&mut self.statics) {
             let name = match self.static_owners.get(&root.slot) {
                 Some(owner) => format!("{owner}.{}", root.field),
@@ -317,10 +326,12 @@ impl ClrHeapDecoder {
     fn roots(&mut self, payload: &[u8]) -> Option<()> {
         for RootEdge { object, kind, flags, id } in root_edges(payload)? {
             let (kind, name) = match kind {
-                ROOT_STACK => match self.root_names.get(&id) {
-                    Some(method) => (RootKind::Stack, format!("stack: {method}")),
-                    None => (RootKind::Stack, "stack".to_string()),
-                },
+                // Named at the end: the agent names the methods after the collection.
+                ROOT_STACK if object != 0 => {
+                    self.stack_roots.push((id, object));
+                    continue;
+                }
+                ROOT_STACK => continue,
                 ROOT_FINALIZER => (RootKind::FinalizerQueue, "finalizer queue".to_string()),
                 ROOT_HANDLE if flags & FLAG_WEAK != 0 => (RootKind::WeakHandle, "weak handle".to_string()),
                 ROOT_HANDLE if flags & FLAG_PINNING != 0 => (RootKind::PinnedHandle, "pinned handle".to_string()),
@@ -644,6 +655,20 @@ mod tests {
         assert_eq!(heap.roots.len(), 2);
         assert_eq!(heap.roots[0].kind, RootKind::StrongHandle);
         assert_eq!(heap.roots[1].kind, RootKind::WeakHandle);
+    }
+
+    #[test]
+    fn stack_roots_take_the_method_names_that_come_at_the_end() {
+        let mut d = ClrHeapDecoder::new(RunFacts::default());
+        d.event(GC_BULK_NODE, &nodes(&[(0x100, 24, 1, 0), (0x200, 24, 1, 0)]));
+        d.event(GC_BULK_ROOT_EDGE, &roots(&[(0x100, ROOT_STACK, 0, 0x7000), (0x200, ROOT_STACK, 0, 0x7008)]));
+        // The agent names the frames' methods after the collection, in `HeapEnd`.
+        d.names(&[(0x7000, format!("{METHOD_PREFIX}Acme.Program.Main"))]);
+        let heap = d.finish().unwrap();
+        let mut names: Vec<&str> = heap.roots.iter().map(|r| r.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["stack", "stack: Acme.Program.Main"]);
+        assert!(heap.roots.iter().all(|r| r.kind == RootKind::Stack));
     }
 
     #[test]

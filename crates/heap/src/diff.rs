@@ -106,20 +106,17 @@ impl HeapDiff {
         if grown.is_empty() {
             return self;
         }
-        let (base_index, new_index) = (PathIndex::new(base), PathIndex::new(new));
-        let rows = |heap: &HeapSnapshot, index: &PathIndex, name: &str| -> Vec<PathRow> {
-            heap.type_named(name)
-                .map_or_else(Vec::new, |ty| index.groups(heap, ty).iter().map(|g| path_row(heap, g)).collect())
-        };
+        let names: Vec<&str> = grown.iter().map(|t| t.name.as_str()).collect();
+        let (base_rows, new_rows) = (grown_rows(base, &names), grown_rows(new, &names));
         let mut suspects = Vec::with_capacity(grown.len());
-        for t in grown {
+        for ((t, base_rows), new_rows) in grown.into_iter().zip(base_rows).zip(new_rows) {
             // Per shape: (objects, bytes) in the base, then in the new snapshot.
             type Both = ((u64, u64), (u64, u64));
             let mut shapes: BTreeMap<Vec<StepRow>, Both> = BTreeMap::new();
-            for row in rows(base, &base_index, &t.name) {
+            for row in base_rows {
                 shapes.entry(row.steps).or_default().0 = (row.objects, row.bytes);
             }
-            for row in rows(new, &new_index, &t.name) {
+            for row in new_rows {
                 shapes.entry(row.steps).or_default().1 = (row.objects, row.bytes);
             }
             let mut changes: Vec<PathChange> = shapes
@@ -148,4 +145,19 @@ impl HeapDiff {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("plain structs serialize")
     }
+}
+
+/// The path rows of each of the types `names` in `heap` (none for a type it does not have): one
+/// walk and one pass over the objects for all of them.
+fn grown_rows(heap: &HeapSnapshot, names: &[&str]) -> Vec<Vec<PathRow>> {
+    let types: Vec<Option<u32>> = names.iter().map(|name| heap.type_named(name)).collect();
+    let present: Vec<u32> = types.iter().flatten().copied().collect();
+    let mut groups = PathIndex::new(heap).groups_of(heap, &present).into_iter();
+    types
+        .iter()
+        .map(|ty| match ty {
+            Some(_) => groups.next().unwrap_or_default().iter().map(|g| path_row(heap, g)).collect(),
+            None => Vec::new(),
+        })
+        .collect()
 }

@@ -159,23 +159,41 @@ impl PathIndex {
 
     /// The shortest-path groups of the reachable objects of type `ty`, the most bytes first.
     pub fn groups(&self, heap: &HeapSnapshot, ty: u32) -> Vec<PathGroup> {
-        let mut by_shape: FxMap<u32, (u64, u64)> = FxMap::default();
+        self.groups_of(heap, &[ty]).pop().unwrap_or_default()
+    }
+
+    /// [`PathIndex::groups`] of each of `types`, in their order, from one pass over the objects
+    /// (the HTML report embeds the paths of its top types: one pass, not one per type).
+    pub fn groups_of(&self, heap: &HeapSnapshot, types: &[u32]) -> Vec<Vec<PathGroup>> {
+        let mut slot_of: FxMap<u32, usize> = FxMap::default();
+        for (slot, &ty) in types.iter().enumerate() {
+            slot_of.entry(ty).or_insert(slot);
+        }
+        let mut by_shape: Vec<FxMap<u32, (u64, u64)>> = vec![FxMap::default(); types.len()];
         for v in 0..heap.objects() as u32 {
             let shape = self.shape_of[v as usize];
-            if shape != NONE && heap.type_of(v) == ty {
-                let entry = by_shape.entry(shape).or_default();
+            if shape == NONE {
+                continue;
+            }
+            if let Some(&slot) = slot_of.get(&heap.type_of(v)) {
+                let entry = by_shape[slot].entry(shape).or_default();
                 entry.0 += 1;
                 entry.1 += heap.size_of(v);
             }
         }
-        let mut groups: Vec<PathGroup> = by_shape
-            .into_iter()
-            .map(|(shape, (objects, bytes))| PathGroup { steps: self.steps(heap, shape), objects, bytes })
-            .collect();
-        groups.sort_by(|a, b| {
-            b.bytes.cmp(&a.bytes).then(b.objects.cmp(&a.objects)).then(a.steps.len().cmp(&b.steps.len()))
-        });
-        groups
+        types
+            .iter()
+            .map(|ty| {
+                let mut groups: Vec<PathGroup> = by_shape[slot_of[ty]]
+                    .iter()
+                    .map(|(&shape, &(objects, bytes))| PathGroup { steps: self.steps(heap, shape), objects, bytes })
+                    .collect();
+                groups.sort_by(|a, b| {
+                    b.bytes.cmp(&a.bytes).then(b.objects.cmp(&a.objects)).then(a.steps.len().cmp(&b.steps.len()))
+                });
+                groups
+            })
+            .collect()
     }
 
     fn steps(&self, heap: &HeapSnapshot, mut shape: u32) -> Vec<PathStep> {

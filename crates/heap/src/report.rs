@@ -179,7 +179,8 @@ fn dominator_row(heap: &HeapSnapshot, analysis: &Analysis, node: &DominatorNode)
     }
 }
 
-pub(crate) fn path_row(heap: &HeapSnapshot, group: &PathGroup) -> PathRow {
+/// A path group as the reports show it: type and field names instead of indices.
+pub fn path_row(heap: &HeapSnapshot, group: &PathGroup) -> PathRow {
     let steps = group
         .steps
         .iter()

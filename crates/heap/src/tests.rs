@@ -418,3 +418,18 @@ fn a_diff_names_where_the_new_objects_of_a_grown_type_hang() {
     assert!(text.contains("Where the +5 new Acme.Session are held"), "{text}");
     assert!(text.contains("static Acme.Cache.Items → Cache → Acme.Session  (2 → 7)"), "{text}");
 }
+
+#[test]
+fn the_paths_of_several_types_in_one_pass_are_each_types_own() {
+    let heap = cache_heap(50);
+    let index = PathIndex::new(&heap);
+    let names = ["string", "Acme.Worker", "Acme.Session", "string"];
+    let types: Vec<u32> = names.iter().map(|n| heap.type_named(n).unwrap()).collect();
+    let all = index.groups_of(&heap, &types);
+    assert_eq!(all.len(), names.len(), "one list per type asked for, repeats included");
+    for (ty, groups) in types.iter().zip(&all) {
+        assert_eq!(groups, &index.groups(&heap, *ty));
+        assert!(!groups.is_empty());
+    }
+    assert!(index.groups_of(&heap, &[]).is_empty());
+}

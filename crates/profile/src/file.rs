@@ -274,15 +274,35 @@ fn apply_extensions(profile: &mut Profile, list: &[(String, Vec<u8>)]) -> Result
 
 /// Writes `profile` to `path` atomically: into a temporary file beside it, then renamed over it,
 /// so an interrupted save never leaves a half-written profile under the real name.
+///
+/// Not synced to the disk before the rename, unlike the files [`save_atomically`] writes. The
+/// rename alone makes the save atomic for every reader: the old file or the whole new one, never
+/// a part. What the sync adds is durability: a power loss or a kernel crash in the seconds after
+/// the save returned could otherwise leave an empty or cut-short file under the name — which is
+/// refused when read (the header's length, the checksum), never misread — or the old one (over
+/// an existing profile, an `-o` used again, ext4 and XFS write the new data before the rename:
+/// their replace-by-rename rule). It costs a wait for the disk where the user waits, after the
+/// program ended and before `sonde record` returns: 1–30 ms of wall on a shared disk, more on a
+/// slow one (BENCHMARKS.md, "Start-up, continued"). For a file a crash would have cost anyway
+/// had it come a little earlier, not worth that wait.
 pub fn save(path: impl AsRef<Path>, profile: &Profile) -> Result<(), FileError> {
-    save_atomically(path.as_ref(), |w| write_profile(w, profile))
+    replace(path.as_ref(), false, |w| write_profile(w, profile))
 }
 
 /// Writes a file at `path` atomically with `write`: into a temporary file beside it (see
-/// `temp_path`), synced, then renamed over it; the temporary file is removed on failure. What
-/// every file Sonde saves goes through (profiles, heap snapshots).
+/// `temp_path`), synced, then renamed over it; the temporary file is removed on failure. How
+/// every file Sonde saves is written (heap snapshots; profiles the same way but unsynced: [`save`]).
 pub fn save_atomically<E: From<io::Error>>(
     path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
+) -> Result<(), E> {
+    replace(path, true, write)
+}
+
+/// [`save_atomically`], synced to the disk before the rename when `sync`.
+fn replace<E: From<io::Error>>(
+    path: &Path,
+    sync: bool,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
 ) -> Result<(), E> {
     let tmp = temp_path(path)?;
@@ -290,7 +310,9 @@ pub fn save_atomically<E: From<io::Error>>(
         let mut w = BufWriter::new(File::create(&tmp)?);
         write(&mut w)?;
         let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
         Ok(())
     })();

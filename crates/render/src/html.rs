@@ -111,7 +111,7 @@ fn content_security_policy(assets: bool) -> String {
 }
 
 /// The base64 SHA-256 of the concatenated `parts`, as CSP hash sources spell it.
-fn sha256_base64(parts: &[&str]) -> String {
+pub(crate) fn sha256_base64(parts: &[&str]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update(part.as_bytes());

@@ -9,6 +9,9 @@
 //! A profile that fails [`Profile::validate`] is refused with an `InvalidData` error, never a
 //! panic. No `unsafe` code.
 //!
+//! One module stands apart from the trait: [`heap_html`] draws a heap snapshot's report and a heap
+//! diff (`sonde-heap`'s `sonde.heap/1` and `sonde.heapdiff/1` structs) as the HTML page.
+//!
 //! Every format is linear in the number of nodes, however deep the tree. Folded stacks, the
 //! flame graph and pprof write each stack out in full, which grows with the square of the depth,
 //! so they and speedscope cut stacks at [`MAX_STACK_FRAMES`] frames, with one marker frame
@@ -24,6 +27,7 @@ mod collapsed;
 mod diff;
 mod flamegraph;
 pub mod fmt;
+pub mod heap_html;
 mod html;
 mod json;
 mod lcov;

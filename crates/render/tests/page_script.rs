@@ -58,6 +58,16 @@ fn page_script_files_pass_eslint_with_their_declared_globals() {
     print!("{stdout}");
 }
 
+/// The heap page's own script part (`html/heap/heap.js`, beside `fmt.js`), held to the same rules.
+#[test]
+fn the_heap_page_script_passes_eslint_with_its_declared_globals() {
+    let heap_js = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/html/heap/heap.js");
+    let mut lint = node("lint-page-script.mjs", &["eslint"]);
+    lint.arg(heap_js);
+    let stdout = run(lint, "ESLint on crates/render/src/html/heap/heap.js");
+    assert!(stdout.starts_with("ok: 1 page-script files (heap.js)"), "{stdout}");
+}
+
 fn render(format: Format, profile: &Profile) -> String {
     let mut out = Vec::new();
     renderer(format).render(profile, &mut out).expect("rendering");

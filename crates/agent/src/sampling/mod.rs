@@ -43,6 +43,7 @@ pub use stack_walk::{walk_this_thread, walk_this_thread_until};
 pub use symbols::{AddressMap, NativeNames, native_symbol};
 
 pub use common::{Clock, external, interval, on_notice};
+pub use perf_event::warm_up as warm_up_perf_events;
 
 use crate::tree::threads::{self, ThreadState};
 use common::{COUNTERS, Sampler, sampler};

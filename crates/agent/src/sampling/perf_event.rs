@@ -122,6 +122,21 @@ impl Drop for Event {
     }
 }
 
+/// Opens an event that never counts, on a short-lived thread of its own, and closes it: returns
+/// at once. The first per-thread event opened after none was open for a second has the kernel
+/// switch its scheduler hook for them on and wait for a grace period before `perf_event_open`
+/// returns (5–20 ms measured here; BENCHMARKS.md, "Start-up, continued"), and the hook stays on
+/// for a second after the last one closes. Done first thing, that wait starts beside the agent's
+/// checks and handshake (about a millisecond before the sampler's first event, which otherwise
+/// waits all of it on the thread that starts the runtime); what is left of it still falls there.
+pub fn warm_up() {
+    let _ = crate::base::running::spawn_thread("sonde-warm-up", || {
+        let mut attr = Attr::task_clock(1_000_000);
+        attr.flags |= ATTR_DISABLED;
+        drop(Event::open(&attr, crate::tree::threads::gettid()));
+    });
+}
+
 /// Arms event `fd` for `overflows` more overflows. Async-signal-safe.
 pub fn refresh(fd: libc::c_int, overflows: libc::c_int) {
     // SAFETY: an ioctl on an event descriptor of ours.

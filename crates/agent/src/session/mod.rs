@@ -158,6 +158,16 @@ fn try_start(
     }
     restart();
     let socket = config.socket.clone().ok_or(StartError::NoController)?;
+    // CoreCLR's samplers of CPU time open a perf event per thread, the first one on the thread
+    // that starts the runtime, which then waits for what the kernel does for a first one: begun
+    // beside the checks and the handshake instead (`perf_event::warm_up`).
+    if config.mode == Mode::Sampling
+        && runtime.kind == "coreclr"
+        && sampling_clock(&config) == sampling::Clock::Cpu
+        && (config.kernel_sampler || config.cpu_timers)
+    {
+        sampling::warm_up_perf_events();
+    }
     // The environment that names the socket outlives the controller: a process started after it
     // ended may find the path re-created by someone else. Check before a word is said; the link
     // checks the peer itself once connected.
