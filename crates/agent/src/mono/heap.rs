@@ -242,6 +242,10 @@ fn name(mut walk: Walk, pause_ns: u64, naming: &Naming<'_>) -> crate::ipc::heap:
             names.push((class.value() as u64, csharp_name(&name)));
         }
     }
+    // A forced collection that first finishes a concurrent one under way reports the roots of
+    // both (seen with 100,000 sessions of Leak.exe): each static slot once.
+    walk.statics.sort_unstable_by_key(|s| s.0);
+    walk.statics.dedup_by_key(|s| s.0);
     let mut vars = Vec::with_capacity(walk.statics.len());
     let mut unnamed = 0usize;
     for &(slot, object, vtable, offset) in &walk.statics {
