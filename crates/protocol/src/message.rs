@@ -59,6 +59,41 @@ pub struct HeapChunk {
     pub payload: Vec<u8>,
 }
 
+impl HeapChunk {
+    /// The most bytes [`HeapChunk::write_frame`] adds to a payload: the frame's length (4), the
+    /// message's variant (1) and three varints (5 each at most).
+    pub const FRAME_OVERHEAD: usize = 4 + 1 + 3 * 5;
+
+    /// Writes the frame of `AgentMessage::HeapChunk { event, version, payload }` — the bytes
+    /// `encode_frame` gives it (`tests::a_heap_chunk_frame_is_encode_frame_s`) — into `out`, after
+    /// what it holds, without allocating when `out` has `payload.len() + FRAME_OVERHEAD` to spare:
+    /// the agent writes pieces of a heap walk while the runtime's world is stopped, where a
+    /// thread stopped inside `malloc` could hold its lock.
+    pub fn write_frame(out: &mut Vec<u8>, event: u32, version: u32, payload: &[u8]) {
+        fn varint(out: &mut Vec<u8>, mut n: u64) {
+            while n >= 0x80 {
+                out.push((n as u8) | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+        }
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        varint(out, AgentMessage::HEAP_CHUNK_VARIANT);
+        varint(out, event.into());
+        varint(out, version.into());
+        varint(out, payload.len() as u64);
+        out.extend_from_slice(payload);
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+impl AgentMessage {
+    /// [`AgentMessage::HeapChunk`]'s place among the variants (postcard writes it as the tag).
+    const HEAP_CHUNK_VARIANT: u64 = 3;
+}
+
 /// How a heap snapshot ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeapEnd {
@@ -264,6 +299,21 @@ mod tests {
 
     /// The bytes protocol 13's flat record (unchanged in 14) (`id, name, signature, assembly, module, path, token,
     /// type_args, method_args`) encoded to, from before the names became one shared type.
+    #[test]
+    fn a_heap_chunk_frame_is_encode_frame_s() {
+        for (event, version, len) in [(18u32, 0u32, 0usize), (19, 1, 127), (16, 300, 128), (15, 0, 65_000)] {
+            let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let want =
+                crate::encode_frame(&AgentMessage::HeapChunk(HeapChunk { event, version, payload: payload.clone() }))
+                    .unwrap();
+            let mut out = Vec::with_capacity(len + HeapChunk::FRAME_OVERHEAD);
+            let capacity = out.capacity();
+            HeapChunk::write_frame(&mut out, event, version, &payload);
+            assert_eq!(out, want);
+            assert_eq!(out.capacity(), capacity, "no allocation");
+        }
+    }
+
     #[test]
     fn a_method_record_keeps_its_layout() {
         let record = MethodRecord {

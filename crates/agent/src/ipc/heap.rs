@@ -58,6 +58,7 @@ pub fn take(link: &'static Link) {
     let (taken, current) = match taker {
         None => (Err("this runtime cannot take heap snapshots".to_string()), None),
         Some(taker) => {
+            link.prepare_heap(PIECES, PIECE_BYTES + HeapChunk::FRAME_OVERHEAD);
             *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Current { link, chunks: 0, failed: None });
             ACTIVE.store(true, Relaxed);
             let taken = running::guarded(Err("the heap snapshot failed".to_string()), || taker());
@@ -79,6 +80,12 @@ pub fn take(link: &'static Link) {
     link.send_heap(&AgentMessage::HeapEnd(HeapEnd { error, pause_ns, chunks, type_names }), Patience::WALK);
 }
 
+/// Buffers for the walk's pieces, made ready before it (the queue's length and one being filled).
+const PIECES: usize = super::link::MAX_QUEUED_HEAP + 1;
+/// The largest piece a walk sends without allocating: CoreCLR's bulk events stay below 64 KB (the
+/// runtime's own limit), Mono's pieces are cut at 60 KB (`mono/heap.rs`).
+pub const PIECE_BYTES: usize = 64 * 1024;
+
 /// True while a snapshot is taken: the backend's event handler passes its heap events to [`piece`].
 pub fn active() -> bool {
     ACTIVE.load(Relaxed)
@@ -95,8 +102,17 @@ pub fn piece(event: u32, version: u32, payload: &[u8]) {
     if current.failed.is_some() {
         return;
     }
-    let message = AgentMessage::HeapChunk(HeapChunk { event, version, payload: payload.to_vec() });
-    if current.link.send_heap(&message, Patience::WALK) {
+    // Written into a buffer made ready before the walk: nothing allocated while the runtime's
+    // world is stopped (`Link::send_heap_piece`). A larger record (none is expected) is encoded
+    // apart.
+    let sent = if payload.len() <= PIECE_BYTES {
+        let write = |buffer: &mut Vec<u8>| HeapChunk::write_frame(buffer, event, version, payload);
+        current.link.send_heap_piece(write, Patience::WALK)
+    } else {
+        let message = AgentMessage::HeapChunk(HeapChunk { event, version, payload: payload.to_vec() });
+        current.link.send_heap(&message, Patience::WALK)
+    };
+    if sent {
         current.chunks += 1;
     } else {
         current.failed = Some("the controller stopped reading; the snapshot is incomplete".to_string());

@@ -35,7 +35,7 @@ const MAX_QUEUED_ERRORS: usize = 16;
 const CHUNK: usize = 64 * 1024;
 /// Pieces of a heap snapshot waiting for the writer: beyond this many, the walk waits (the
 /// agent's memory stays bounded whatever the heap's size).
-const MAX_QUEUED_HEAP: usize = 16;
+pub const MAX_QUEUED_HEAP: usize = 16;
 
 /// How long a sender waits for its message to be written: as long as the writer keeps making
 /// progress, giving up once it has made none for `stall` (or at once for `stall` zero).
@@ -84,6 +84,10 @@ struct Outbox {
     errors: VecDeque<Vec<u8>>,
     /// A heap snapshot's messages, in order (never replaced, never dropped while the link lives).
     heap: VecDeque<Vec<u8>>,
+    /// Buffers for a heap walk's pieces, allocated before the walk ([`Link::prepare_heap`]):
+    /// the walk writes into one, the writer hands it back once written — no allocation on
+    /// either side while the runtime's world is stopped.
+    spare: Vec<Vec<u8>>,
     /// Every method record up to this index has been delivered.
     methods_delivered: usize,
     /// The newest snapshot written (by seq), and the errors written, so far.
@@ -315,10 +319,52 @@ impl Link {
         self.wait(outbox, Patience::THROW, |o| o.errors_written >= ticket);
     }
 
-    /// Hands one message of a heap snapshot to the writer, in order. While `MAX_QUEUED_HEAP` wait
-    /// already, waits for the writer as `patience` allows (the program is stopped for the walk
-    /// meanwhile: a controller that stopped reading must not hold it). False when the message
-    /// was not queued: the snapshot cannot be completed.
+    /// Makes `pieces` buffers of `capacity` bytes ready for a heap walk, and room for them in the
+    /// queue (before the walk: the walk's own thread must not allocate, see [`Link::send_heap_piece`]).
+    pub fn prepare_heap(&self, pieces: usize, capacity: usize) {
+        let mut outbox = self.outbox();
+        let have = outbox.spare.len() + outbox.heap.len();
+        outbox.heap.reserve(pieces + 2);
+        outbox.spare.reserve(pieces + 2);
+        for _ in have..pieces {
+            outbox.spare.push(Vec::with_capacity(capacity));
+        }
+    }
+
+    /// Hands one piece of a heap walk to the writer, in order: `write` fills a buffer made ready
+    /// by [`Link::prepare_heap`] (emptied; it must not outgrow its capacity). Allocates nothing —
+    /// the runtime may have stopped its threads anywhere, one inside `malloc` holding its lock
+    /// (Mono suspends threads by signal) — and waits for a buffer the writer hands back, as
+    /// `patience` allows: false when none came (or the link closed); the walk then ends
+    /// incomplete.
+    pub fn send_heap_piece(&self, write: impl FnOnce(&mut Vec<u8>), patience: Patience) -> bool {
+        if crate::base::process::forked_child() {
+            return false;
+        }
+        let mut outbox = self.outbox();
+        let mut buffer = loop {
+            if outbox.closed {
+                return false;
+            }
+            if let Some(buffer) = outbox.spare.pop() {
+                break buffer;
+            }
+            if !self.wait(outbox, patience, |o| !o.spare.is_empty() || o.closed) {
+                return false;
+            }
+            outbox = self.outbox();
+        };
+        drop(outbox);
+        buffer.clear();
+        write(&mut buffer);
+        let mut outbox = self.outbox();
+        outbox.heap.push_back(buffer);
+        self.changed.notify_all();
+        true
+    }
+
+    /// Hands one message of a heap snapshot to the writer, in order, encoded here (its end,
+    /// sent once the program runs again).
     pub fn send_heap(&self, message: &AgentMessage, patience: Patience) -> bool {
         if crate::base::process::forked_child() {
             return false;
@@ -370,27 +416,37 @@ impl Link {
         /// What the writer took from the outbox.
         enum Taken {
             Error,
-            Heap,
-            Snapshot { seq: u64, methods_total: usize, last: bool },
+            /// A heap piece's buffer, handed back to `spare` once written (not wrapped in an
+            /// `Arc`: the writer allocates nothing for it either).
+            Heap(Vec<u8>),
+            Snapshot {
+                seq: u64,
+                methods_total: usize,
+                last: bool,
+            },
         }
         loop {
             let (bytes, taken) = {
                 let mut outbox = self.outbox();
                 loop {
                     if let Some(error) = outbox.errors.pop_front() {
-                        break (Arc::new(error), Taken::Error);
+                        break (Some(Arc::new(error)), Taken::Error);
                     }
                     if let Some(piece) = outbox.heap.pop_front() {
-                        break (Arc::new(piece), Taken::Heap);
+                        break (None, Taken::Heap(piece));
                     }
                     if let Some(out) = outbox.snapshot.take() {
                         let (seq, methods_total, last) = (out.seq, out.methods_total, out.last);
-                        break (out.bytes, Taken::Snapshot { seq, methods_total, last });
+                        break (Some(out.bytes), Taken::Snapshot { seq, methods_total, last });
                     }
                     outbox = self.changed.wait(outbox).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            let written = self.write_progressively(&mut stream, &bytes);
+            let written = match (&bytes, &taken) {
+                (Some(bytes), _) => self.write_progressively(&mut stream, bytes),
+                (None, Taken::Heap(piece)) => self.write_progressively(&mut stream, piece),
+                (None, _) => Ok(()),
+            };
             let mut outbox = self.outbox();
             outbox.busy_since_progress = None;
             match (written, taken) {
@@ -400,7 +456,13 @@ impl Link {
                     outbox.closed |= last;
                 }
                 (Ok(()), Taken::Error) => outbox.errors_written += 1,
-                (Ok(()), Taken::Heap) => {}
+                (Ok(()), Taken::Heap(piece)) => {
+                    // Back to the walk; a piece encoded elsewhere (the end) joins them, within
+                    // the room `prepare_heap` reserved or not (the walk is over by then).
+                    if outbox.spare.len() < outbox.spare.capacity() {
+                        outbox.spare.push(piece);
+                    }
+                }
                 (Err(e), _) => {
                     crate::base::log::log!("lost the controller: {e}");
                     outbox.closed = true;
