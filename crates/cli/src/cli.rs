@@ -162,7 +162,8 @@ pub struct HeapArgs {
     /// The running .NET (CoreCLR) process (attached, then detached).
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
-    /// The snapshot file to write (default: heap-PID.heap in the current directory).
+    /// The snapshot file to write (default, in the current directory: heap-PID.heap with --pid,
+    /// heap.heap with a COMMAND).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Overwrite the file even when it is not a Sonde heap snapshot.
