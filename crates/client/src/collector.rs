@@ -497,6 +497,8 @@ fn accept_loop(listener: UnixListener, shared: Arc<Mutex<Shared>>, changes: Arc<
                 s.errors.push(e.to_string());
             }
             s.closed = true;
+            // Its descriptor with it (a daemon keeps the sessions of processes long gone).
+            s.writer = None;
             drop(s);
             changes.bump();
         });
