@@ -174,8 +174,15 @@ impl Link {
     }
 
     /// Serves snapshot requests until the controller asks to finish, or hangs up: then `finish`
-    /// or `gone` runs, on this thread (`finish` sends the final snapshot).
-    pub fn serve(&'static self, facts: SnapshotFacts, finish: fn(), gone: fn()) -> std::io::Result<()> {
+    /// or `gone` runs, on this thread (`finish` sends the final snapshot). A heap snapshot's
+    /// request runs `take_heap` (`ipc::heap::take`, handed in: it sends through this link).
+    pub fn serve(
+        &'static self,
+        facts: SnapshotFacts,
+        finish: fn(),
+        gone: fn(),
+        take_heap: fn(&'static Link),
+    ) -> std::io::Result<()> {
         let Some(reader) = READER.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
         crate::base::running::spawn_thread("sonde-ipc", move || {
             let mut reader = BufReader::new(reader);
@@ -195,7 +202,7 @@ impl Link {
                         super::walk::walk_stacks();
                         self.send_snapshot(facts, false, Patience::NONE);
                     }
-                    Ok(ControllerMessage::TakeHeap) => super::heap::take(self),
+                    Ok(ControllerMessage::TakeHeap) => take_heap(self),
                     Ok(ControllerMessage::Finish) => {
                         finish();
                         break;

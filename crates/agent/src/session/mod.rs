@@ -211,7 +211,7 @@ fn try_start(
     // pythonnet, a native host calling `exit`), or Mono after an unhandled exception.
     final_snapshot_at_exit();
     sampling::on_notice(send_error);
-    if let Err(e) = session.link.serve(facts, finish, controller_gone) {
+    if let Err(e) = session.link.serve(facts, finish, controller_gone, crate::ipc::heap::take) {
         log!("cannot start the IPC thread: {e}");
     }
     log!("profiling");
