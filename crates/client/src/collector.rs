@@ -162,6 +162,9 @@ impl Agents {
             self.changes.wait(seen, until);
         };
         let (taken_before, mut pieces) = {
+            // Under the lock `tell` writes under, so that two requests' frames never interleave
+            // on the socket (the periodic snapshot requests come from another thread).
+            let _writing = self.lock();
             let mut s = session.lock().unwrap_or_else(|e| e.into_inner());
             let writer = s.writer.as_mut()?;
             write_frame(writer, &ControllerMessage::TakeHeap).ok()?;
