@@ -37,8 +37,9 @@ static CURRENT: Mutex<Option<Current>> = Mutex::new(None);
 struct Current {
     link: &'static Link,
     chunks: u64,
-    /// Why pieces stopped going out (the controller stopped reading).
-    failed: Option<String>,
+    /// Why pieces stopped going out (the controller stopped reading). Static: set on the
+    /// walk's thread, which must not allocate (see [`piece`]).
+    failed: Option<&'static str>,
 }
 
 /// Sets how [`take`] takes a snapshot (CoreCLR: a forced collection with the runtime's heap walk).
@@ -69,7 +70,7 @@ pub fn take(link: &'static Link) {
     let chunks = current.as_ref().map_or(0, |c| c.chunks);
     let (error, type_names, pause_ns) = match (taken, current.and_then(|c| c.failed)) {
         (Err(e), _) => (Some(e), Vec::new(), 0),
-        (Ok(_), Some(failed)) => (Some(failed), Vec::new(), 0),
+        (Ok(_), Some(failed)) => (Some(failed.to_string()), Vec::new(), 0),
         (Ok(Names { names, pause_ns }), None) => (None, names, pause_ns),
     };
     log!(
@@ -115,6 +116,6 @@ pub fn piece(event: u32, version: u32, payload: &[u8]) {
     if sent {
         current.chunks += 1;
     } else {
-        current.failed = Some("the controller stopped reading; the snapshot is incomplete".to_string());
+        current.failed = Some("the controller stopped reading; the snapshot is incomplete");
     }
 }
