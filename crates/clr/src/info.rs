@@ -42,6 +42,36 @@ macro_rules! call {
     }};
 }
 
+/// Every id a runtime enumerator (`ICorProfilerThreadEnum`, `ICorProfilerModuleEnum`) gives, in
+/// batches of 64, then its reference released: `Ok(Vec<$id>)`, or `E_POINTER` for a null one.
+macro_rules! drain_ids {
+    ($enumerator:ident, $id:ty) => {{
+        let enumerator = NonNull::new($enumerator).ok_or(HResult(E_POINTER))?;
+        let mut ids = Vec::new();
+        let mut batch = [0 as $id; 64];
+        loop {
+            let mut fetched: ULONG = 0;
+            // SAFETY: a live enumerator the runtime just handed us; `Next` writes at most `celt`
+            // ids into `batch` and the count into `fetched`.
+            let hr = unsafe {
+                ((*(*enumerator.as_ptr()).vtbl).Next)(
+                    enumerator.as_ptr(),
+                    batch.len() as ULONG,
+                    batch.as_mut_ptr(),
+                    &mut fetched,
+                )
+            };
+            ids.extend_from_slice(&batch[..(fetched as usize).min(batch.len())]);
+            if hr != S_OK || fetched == 0 {
+                break;
+            }
+        }
+        // SAFETY: releases the one reference the enumerating call gave us.
+        unsafe { ((*(*enumerator.as_ptr()).vtbl).Release)(enumerator.as_ptr()) };
+        Ok(ids)
+    }};
+}
+
 impl ProfilerInfo {
     /// Queries the runtime's IUnknown (given to `ICorProfilerCallback::Initialize`) for the
     /// highest ICorProfilerInfo version it supports.
@@ -240,29 +270,7 @@ impl ProfilerInfo {
         }
         let mut threads: *mut ICorProfilerThreadEnum = null_mut();
         call!(self.EnumThreads(&mut threads))?;
-        let threads = NonNull::new(threads).ok_or(HResult(E_POINTER))?;
-        let mut ids = Vec::new();
-        let mut batch = [0 as ThreadID; 64];
-        loop {
-            let mut fetched: ULONG = 0;
-            // SAFETY: a live enumerator the runtime just handed us; `Next` writes at most `celt`
-            // ids into `batch` and the count into `fetched`.
-            let hr = unsafe {
-                ((*(*threads.as_ptr()).vtbl).Next)(
-                    threads.as_ptr(),
-                    batch.len() as ULONG,
-                    batch.as_mut_ptr(),
-                    &mut fetched,
-                )
-            };
-            ids.extend_from_slice(&batch[..(fetched as usize).min(batch.len())]);
-            if hr != S_OK || fetched == 0 {
-                break;
-            }
-        }
-        // SAFETY: releases the one reference EnumThreads gave us.
-        unsafe { ((*(*threads.as_ptr()).vtbl).Release)(threads.as_ptr()) };
-        Ok(ids)
+        drain_ids!(threads, ThreadID)
     }
 
     /// Every managed thread's stack as the runtime itself walks it, at one instant: the runtime
@@ -647,29 +655,7 @@ impl ProfilerInfo {
     pub fn modules(&self) -> Result<Vec<ModuleID>, HResult> {
         let mut modules: *mut ICorProfilerModuleEnum = null_mut();
         call!(self.EnumModules(&mut modules))?;
-        let modules = NonNull::new(modules).ok_or(HResult(E_POINTER))?;
-        let mut ids = Vec::new();
-        let mut batch = [0 as ModuleID; 64];
-        loop {
-            let mut fetched: ULONG = 0;
-            // SAFETY: a live enumerator the runtime just handed us; `Next` writes at most `celt`
-            // ids into `batch` and the count into `fetched`.
-            let hr = unsafe {
-                ((*(*modules.as_ptr()).vtbl).Next)(
-                    modules.as_ptr(),
-                    batch.len() as ULONG,
-                    batch.as_mut_ptr(),
-                    &mut fetched,
-                )
-            };
-            ids.extend_from_slice(&batch[..(fetched as usize).min(batch.len())]);
-            if hr != S_OK || fetched == 0 {
-                break;
-            }
-        }
-        // SAFETY: releases the one reference EnumModules gave us.
-        unsafe { ((*(*modules.as_ptr()).vtbl).Release)(modules.as_ptr()) };
-        Ok(ids)
+        drain_ids!(modules, ModuleID)
     }
 
     /// The static fields of `module`'s types that can hold an object, of the names `wanted`
