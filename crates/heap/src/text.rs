@@ -1,10 +1,9 @@
 //! The plain text report of a snapshot and of a diff, made from the JSON structs.
 //!
-//! Names come from the profiled program: every one goes through [`Clean`]. It is this crate's own
-//! copy of `sonde_render::fmt::Clean` (the same characters escaped, the same way), because the
-//! renderers are to draw the heap tab from this crate: depending on them would make a circle.
+//! Names come from the profiled program: every one goes through [`Clean`], the one every report
+//! uses (`sonde_profile::clean`, below both this crate and the renderers, which draw the heap
+//! pages from this crate).
 
-use std::fmt;
 use std::io::{self, Write};
 
 use crate::diff::HeapDiff;
@@ -24,28 +23,7 @@ impl Default for TextLimits {
     }
 }
 
-/// A name from the program, with control and bidirectional formatting characters escaped.
-pub struct Clean<'a>(pub &'a str);
-
-/// What [`Clean`] escapes: control characters (C0, DEL, C1) and the bidirectional marks,
-/// embeddings, overrides and isolates, which reorder the text around them.
-pub fn unsafe_in_terminal(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-impl fmt::Display for Clean<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for c in self.0.chars() {
-            if unsafe_in_terminal(c) {
-                write!(f, "{}", c.escape_default())?;
-            } else {
-                write!(f, "{c}")?;
-            }
-        }
-        Ok(())
-    }
-}
+pub use sonde_profile::clean::{Clean, unsafe_in_terminal};
 
 /// Writes the text report of `report`: totals, types by retained size, roots, the top
 /// dominators as a tree, and the paths when the report has them.

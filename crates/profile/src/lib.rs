@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod clean;
 pub mod delta;
 pub mod diff;
 pub mod file;

@@ -1,7 +1,5 @@
 //! Small formatting helpers for the text report: durations, counts, percentages, names.
 
-use std::fmt;
-
 /// A duration with three or four significant digits in the largest unit that keeps it at or
 /// above one: `850 ns`, `1.25 µs`, `12.3 µs`, `456.7 ms`, `2.05 s`. Digits are truncated, not
 /// rounded, so a value never rounds up into the next unit (`999.9 µs`, not `1000.0 µs`).
@@ -60,31 +58,7 @@ pub fn percent(part: u64, whole: u64) -> String {
     format!("{:.1}%", part as f64 * 100.0 / whole as f64)
 }
 
-/// A string from the profile, with control characters and bidirectional formatting characters
-/// escaped: names come from the profiled program's metadata and must not be able to move the
-/// cursor, retitle or recolour the terminal, or make text read in another order than it is.
-pub struct Clean<'a>(pub &'a str);
-
-/// True for what [`Clean`] escapes: control characters (C0, DEL, C1 — escape sequences start
-/// with one) and the bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E/F,
-/// U+202A–U+202E, U+2066–U+2069), which reorder the text shown around them.
-pub fn unsafe_in_terminal(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-impl fmt::Display for Clean<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for c in self.0.chars() {
-            if unsafe_in_terminal(c) {
-                write!(f, "{}", c.escape_default())?;
-            } else {
-                write!(f, "{c}")?;
-            }
-        }
-        Ok(())
-    }
-}
+pub use sonde_profile::clean::{Clean, unsafe_in_terminal};
 
 /// The command as a user could paste it into a POSIX shell: arguments that need it are
 /// single-quoted.
